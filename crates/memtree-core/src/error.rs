@@ -1,0 +1,102 @@
+//! `MemoryError`: every way an engine call can fail, and its spec text.
+//!
+//! The spec fixes the first line of each error an agent sees
+//! (`Error: <argument>: <what is wrong>`); [`MemoryError::report`] renders
+//! it, with an optional second line saying which link broke which rule, so
+//! that the MCP tools and the CLI print the same words.
+
+use crate::doc_id::{DocId, IdError};
+use crate::front_matter::FrontMatterError;
+use crate::storage::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("not found")]
+    NotFound { id: DocId },
+    #[error("invalid id {raw:?}: {error}")]
+    InvalidId { argument: &'static str, raw: String, error: IdError },
+    #[error("cross-tree reference not allowed")]
+    CrossTree { link: DocId, reason: CrossTreeReason },
+    #[error("invalid link [[{target}]]: {error}")]
+    InvalidLink { target: String, error: IdError },
+    #[error("[[{link}]] differs only in letter case from existing document {existing}")]
+    CaseCollision { link: DocId, existing: DocId },
+    #[error("{0}")]
+    FrontMatter(#[from] FrontMatterError),
+    #[error("too large ({len} bytes; the limit is {limit})")]
+    TooLarge { len: usize, limit: usize },
+    #[error("unreadable: {reason}")]
+    Unreadable { id: DocId, reason: String },
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+}
+
+/// Why a link to an existing document breaks the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrossTreeReason {
+    ItSelf,
+    Root,
+    Ancestor { of: DocId },
+    ChildOf { parent: DocId },
+    Orphan,
+}
+
+impl MemoryError {
+    /// The argument the error is about, as the spec's first line names it.
+    pub fn argument(&self) -> &'static str {
+        match self {
+            MemoryError::NotFound { .. } | MemoryError::Unreadable { .. } => "id",
+            MemoryError::InvalidId { argument, .. } => argument,
+            MemoryError::CrossTree { .. }
+            | MemoryError::InvalidLink { .. }
+            | MemoryError::CaseCollision { .. }
+            | MemoryError::FrontMatter(_)
+            | MemoryError::TooLarge { .. } => "content",
+            MemoryError::Storage(_) => "storage",
+        }
+    }
+
+    /// The optional second line.
+    pub fn detail(&self) -> Option<String> {
+        let MemoryError::CrossTree { link, reason } = self else {
+            return None;
+        };
+        Some(match reason {
+            CrossTreeReason::ItSelf => format!("[[{link}]] is the document itself"),
+            CrossTreeReason::Root => format!("[[{link}]] is the root document"),
+            CrossTreeReason::Ancestor { of } => format!("[[{link}]] is an ancestor of {of}"),
+            CrossTreeReason::ChildOf { parent } => format!("[[{link}]] is a child of {parent}"),
+            CrossTreeReason::Orphan => {
+                format!("[[{link}]] exists but no document links it (see `memtree validate`)")
+            }
+        })
+    }
+
+    /// Whether the caller can fix it (a user error), as opposed to a fault of
+    /// the store or the machine.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, MemoryError::Storage(_))
+    }
+
+    /// The full text an agent or a CLI user sees.
+    pub fn report(&self) -> String {
+        let first = format!("Error: {}: {self}", self.argument());
+        match self.detail() {
+            Some(detail) => format!("{first}\n{detail}"),
+            None => first,
+        }
+    }
+}
+
+/// Turns an optional raw id argument into a `DocId`; omitted or empty means
+/// `root`, as in seeds 000 and 004.
+pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<DocId, MemoryError> {
+    match raw {
+        None | Some("") => Ok(DocId::root()),
+        Some(raw) => DocId::parse(raw).map_err(|error| MemoryError::InvalidId {
+            argument,
+            raw: raw.chars().take(DocId::MAX_LEN + 8).collect(),
+            error,
+        }),
+    }
+}

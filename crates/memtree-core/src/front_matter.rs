@@ -1,0 +1,266 @@
+//! YAML front-matter: finding the block, validating its known keys.
+//!
+//! The block is kept byte for byte as the author wrote it (unknown keys,
+//! comments and key order included); this module only splits it from the
+//! body and checks it, so that a document is never rewritten by a parser.
+
+use yaml_serde::Value;
+
+/// A document split into its front-matter block and its Markdown body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split<'a> {
+    /// The whole block including both `---` lines and the final newline.
+    pub block: Option<&'a str>,
+    /// The YAML between the delimiters.
+    pub yaml: Option<&'a str>,
+    pub body: &'a str,
+}
+
+/// Splits `text` at its front-matter block, if it starts with one.
+///
+/// A block opens with `---` on the first line and closes with the next line
+/// that is `---` or `...`. An opening line with no closing line is not a
+/// block: it is a Markdown thematic break, and the text is all body.
+pub fn split(text: &str) -> Split<'_> {
+    let no_block = Split { block: None, yaml: None, body: text };
+    let Some(after_open) = strip_line(text, "---") else {
+        return no_block;
+    };
+    let open_len = text.len() - after_open.len();
+    let mut offset = 0;
+    for line in after_open.split_inclusive('\n') {
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        if trimmed == "---" || trimmed == "..." {
+            let yaml = &after_open[..offset];
+            let end = open_len + offset + line.len();
+            return Split { block: Some(&text[..end]), yaml: Some(yaml), body: &text[end..] };
+        }
+        offset += line.len();
+    }
+    no_block
+}
+
+fn strip_line<'a>(text: &'a str, line: &str) -> Option<&'a str> {
+    let rest = text.strip_prefix(line)?;
+    rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))
+}
+
+/// The known keys of a front-matter block. Unknown keys are allowed and kept
+/// in the document, but not interpreted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrontMatter {
+    pub summary: Option<String>,
+    pub tags: Vec<String>,
+    pub scope: Option<Scope>,
+    pub priority: Option<f64>,
+    pub confidence: Option<Confidence>,
+    pub status: Option<Status>,
+    /// `YYYY-MM-DD`, possibly followed by a time.
+    pub expires: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    Agent,
+    Project,
+    Ephemeral,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confidence {
+    Stable,
+    Tentative,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Active,
+    Deprecated,
+}
+
+/// Why a front-matter block was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontMatterError {
+    #[error("invalid front-matter YAML: {0}")]
+    InvalidYaml(String),
+    #[error("front-matter must be a YAML mapping of keys to values")]
+    NotAMapping,
+    #[error("front-matter key {key:?} must be {expected}")]
+    InvalidKey { key: &'static str, expected: &'static str },
+}
+
+impl FrontMatter {
+    /// Parses and validates the YAML of a block (`Split::yaml`).
+    pub fn parse(yaml: &str) -> Result<FrontMatter, FrontMatterError> {
+        if yaml.trim().is_empty() {
+            return Ok(FrontMatter::default());
+        }
+        let value: Value = yaml_serde::from_str(yaml)
+            .map_err(|e| FrontMatterError::InvalidYaml(e.to_string()))?;
+        let map = match value {
+            Value::Mapping(map) => map,
+            Value::Null => return Ok(FrontMatter::default()),
+            _ => return Err(FrontMatterError::NotAMapping),
+        };
+        let get = |key: &str| map.get(key).filter(|v| !v.is_null());
+        let mut fm = FrontMatter::default();
+        if let Some(v) = get("summary") {
+            let s = scalar_string(v).ok_or(invalid("summary", "one line of text"))?;
+            if s.contains('\n') {
+                return Err(invalid("summary", "one line of text"));
+            }
+            fm.summary = Some(s);
+        }
+        if let Some(v) = get("tags") {
+            fm.tags = match v {
+                Value::Sequence(items) => items
+                    .iter()
+                    .map(scalar_string)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(invalid("tags", "a list of words"))?,
+                other => vec![scalar_string(other).ok_or(invalid("tags", "a list of words"))?],
+            };
+        }
+        if let Some(v) = get("scope") {
+            fm.scope = Some(match v.as_str() {
+                Some("global") => Scope::Global,
+                Some("agent") => Scope::Agent,
+                Some("project") => Scope::Project,
+                Some("ephemeral") => Scope::Ephemeral,
+                _ => return Err(invalid("scope", "one of global, agent, project, ephemeral")),
+            });
+        }
+        if let Some(v) = get("priority") {
+            match v.as_f64() {
+                Some(p) if (0.0..=1.0).contains(&p) => fm.priority = Some(p),
+                _ => return Err(invalid("priority", "a number from 0 to 1")),
+            }
+        }
+        if let Some(v) = get("confidence") {
+            fm.confidence = Some(match v.as_str() {
+                Some("stable") => Confidence::Stable,
+                Some("tentative") => Confidence::Tentative,
+                _ => return Err(invalid("confidence", "stable or tentative")),
+            });
+        }
+        if let Some(v) = get("status") {
+            fm.status = Some(match v.as_str() {
+                Some("active") => Status::Active,
+                Some("deprecated") => Status::Deprecated,
+                _ => return Err(invalid("status", "active or deprecated")),
+            });
+        }
+        if let Some(v) = get("expires") {
+            match scalar_string(v) {
+                Some(s) if is_date_prefix(&s) => fm.expires = Some(s),
+                _ => return Err(invalid("expires", "a date (YYYY-MM-DD)")),
+            }
+        }
+        Ok(fm)
+    }
+}
+
+fn invalid(key: &'static str, expected: &'static str) -> FrontMatterError {
+    FrontMatterError::InvalidKey { key, expected }
+}
+
+fn scalar_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn is_date_prefix(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+        && (b.len() == 10 || b[10] == b'T' || b[10] == b' ')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_a_block_and_keeps_it_verbatim() {
+        let text = "---\n# a comment\ntags: [a, b]\nx-custom: 1\n---\n# Title\n";
+        let s = split(text);
+        assert_eq!(s.block, Some("---\n# a comment\ntags: [a, b]\nx-custom: 1\n---\n"));
+        assert_eq!(s.yaml, Some("# a comment\ntags: [a, b]\nx-custom: 1\n"));
+        assert_eq!(s.body, "# Title\n");
+    }
+
+    #[test]
+    fn dots_close_a_block_and_crlf_is_accepted() {
+        let s = split("---\r\nsummary: x\r\n...\r\nbody");
+        assert_eq!(s.yaml, Some("summary: x\r\n"));
+        assert_eq!(s.body, "body");
+    }
+
+    #[test]
+    fn no_block_without_an_opening_or_closing_line() {
+        for text in ["# Title\n---\nx: 1\n---\n", "---\nunclosed: 1\n", " ---\nx: 1\n---\n", ""] {
+            let s = split(text);
+            assert_eq!((s.block, s.body), (None, text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn parses_known_keys() {
+        let fm = FrontMatter::parse(
+            "summary: Where the DB lives\ntags: [db, infra]\nscope: project\npriority: 0.8\n\
+             confidence: tentative\nstatus: deprecated\nexpires: 2026-12-31\nowner: me\n",
+        )
+        .unwrap();
+        assert_eq!(fm.summary.as_deref(), Some("Where the DB lives"));
+        assert_eq!(fm.tags, ["db", "infra"]);
+        assert_eq!(fm.scope, Some(Scope::Project));
+        assert_eq!(fm.priority, Some(0.8));
+        assert_eq!(fm.confidence, Some(Confidence::Tentative));
+        assert_eq!(fm.status, Some(Status::Deprecated));
+        assert_eq!(fm.expires.as_deref(), Some("2026-12-31"));
+    }
+
+    #[test]
+    fn yaml_1_1_booleans_stay_strings_in_unknown_keys() {
+        assert!(FrontMatter::parse("on: off\nyes_is_string: yes\n").is_ok());
+    }
+
+    #[test]
+    fn rejects_invalid_yaml_and_invalid_values() {
+        let cases: &[(&str, fn(&FrontMatterError) -> bool)] = &[
+            ("tags: [a, b\n", |e| matches!(e, FrontMatterError::InvalidYaml(_))),
+            ("key: : :\n  - x\n", |e| matches!(e, FrontMatterError::InvalidYaml(_))),
+            ("- a\n- b\n", |e| *e == FrontMatterError::NotAMapping),
+            ("scope: team\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "scope", .. })),
+            ("priority: 2\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "priority", .. })),
+            ("priority: high\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "priority", .. })),
+            ("status: gone\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "status", .. })),
+            ("confidence: 1\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "confidence", .. })),
+            ("expires: soon\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "expires", .. })),
+            ("summary: {a: 1}\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "summary", .. })),
+            ("summary: \"two\\nlines\"\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "summary", .. })),
+        ];
+        for (yaml, is_expected) in cases {
+            let err = FrontMatter::parse(yaml).unwrap_err();
+            assert!(is_expected(&err), "{yaml:?} gave {err:?}");
+        }
+    }
+
+    #[test]
+    fn alias_bomb_is_refused_quickly() {
+        let bomb = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n\
+                    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n\
+                    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n\
+                    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n";
+        assert!(matches!(FrontMatter::parse(bomb), Err(FrontMatterError::InvalidYaml(_))));
+    }
+}

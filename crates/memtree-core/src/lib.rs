@@ -1,0 +1,19 @@
+//! memtree's domain: document ids, front-matter, `[[id]]` links, the tree
+//! rules and the [`Memory`] engine, over a [`Storage`] trait.
+//!
+//! No transport (MCP, HTTP) and no file-system code lives here: adapters call
+//! [`Memory`], backends implement [`Storage`].
+
+pub mod doc_id;
+pub mod error;
+pub mod front_matter;
+pub mod links;
+pub mod memory;
+pub mod storage;
+pub mod tree;
+
+pub use doc_id::{DocId, IdError};
+pub use error::{CrossTreeReason, MemoryError, parse_id_argument};
+pub use memory::{Memory, MemorySettings, StoreStatus, UpdateOutcome, ValidationReport};
+pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
+pub use tree::{Finding, Severity, Tree};

@@ -1,0 +1,352 @@
+//! `Memory`: the engine every adapter (MCP tools, CLI) calls.
+//!
+//! It owns the tree rules at write time: an update is checked completely
+//! (size, front-matter, links, tree rules) before one byte is written, then
+//! applied as one atomic [`Change`]. Writers are serialised twice: by a mutex
+//! inside this process (rmcp runs requests concurrently) and by the store's
+//! exclusive lock across processes.
+//!
+//! Nothing here caches document text: reads and updates always see the
+//! stored bytes, so an edit made by another program is seen at the next
+//! request. Only the whole-tree view keeps parsed links, keyed by each
+//! file's [`Stamp`] and revalidated on every use.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::doc_id::DocId;
+use crate::error::{CrossTreeReason, MemoryError};
+use crate::front_matter::{self, FrontMatter};
+use crate::links::{Links, parse_links};
+use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
+use crate::tree::{Finding, Tree, join};
+
+/// Engine settings, resolved by the binary before any work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemorySettings {
+    /// Content of `root` when the store is created.
+    pub root_template: String,
+    /// Largest document accepted, in bytes.
+    pub max_document_bytes: usize,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings { root_template: "# Memory\n".to_owned(), max_document_bytes: 1 << 20 }
+    }
+}
+
+/// What a successful update did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateOutcome {
+    /// New documents, in link order.
+    pub created: Vec<DocId>,
+    /// Pruned documents: each removed link's subtree, parent before children.
+    pub deleted: Vec<DocId>,
+}
+
+impl UpdateOutcome {
+    /// The answer of `update_document`: `Succeeded`, then `Created:` and
+    /// `Deleted:` lines when there is something to list.
+    pub fn report(&self) -> String {
+        let mut out = "Succeeded".to_owned();
+        if !self.created.is_empty() {
+            out.push_str(&format!("\nCreated: {}", join(&self.created)));
+        }
+        if !self.deleted.is_empty() {
+            out.push_str(&format!("\nDeleted: {}", join(&self.deleted)));
+        }
+        out
+    }
+}
+
+/// Health of a store, for `validate`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ValidationReport {
+    pub documents: usize,
+    pub findings: Vec<Finding>,
+}
+
+impl ValidationReport {
+    pub fn is_healthy(&self) -> bool {
+        self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
+    }
+}
+
+/// Size and shape of a store, for `status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStatus {
+    pub location: String,
+    pub documents: usize,
+    pub total_bytes: u64,
+    pub largest: Vec<(DocId, u64)>,
+    pub trash: usize,
+}
+
+/// One document's parsed links, valid while its stamp is unchanged.
+#[derive(Debug, Clone)]
+struct CachedDoc {
+    stamp: Stamp,
+    /// Read so soon after its last change that a later change could keep
+    /// the same stamp (coarse file-system clocks): parse again next time.
+    racy: bool,
+    links: Links,
+    problem: Option<String>,
+}
+
+/// How recently changed a file must be to distrust its stamp.
+const RACY_WINDOW_NS: u64 = 100_000_000;
+
+pub struct Memory {
+    storage: Arc<dyn Storage>,
+    settings: MemorySettings,
+    writer: Mutex<()>,
+    cache: Mutex<HashMap<DocId, CachedDoc>>,
+    recovered: Option<Recovery>,
+}
+
+impl Memory {
+    /// Opens a store: completes any interrupted change and creates `root`
+    /// when it is missing.
+    pub fn open(storage: Arc<dyn Storage>, settings: MemorySettings) -> Result<Memory, MemoryError> {
+        let recovered;
+        {
+            let _lock = storage.lock(LockMode::Exclusive)?;
+            recovered = storage.recover()?;
+            if let Some(r) = &recovered {
+                tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
+            }
+            if storage.stamp(&DocId::root())?.is_none() {
+                storage.apply(&Change {
+                    puts: vec![(DocId::root(), settings.root_template.clone())],
+                    deletes: vec![],
+                    label: "create root".to_owned(),
+                })?;
+            }
+        }
+        Ok(Memory { storage, settings, writer: Mutex::new(()), cache: Mutex::default(), recovered })
+    }
+
+    pub fn settings(&self) -> &MemorySettings {
+        &self.settings
+    }
+
+    /// The document's Markdown as stored.
+    pub fn read_document(&self, id: &DocId) -> Result<String, MemoryError> {
+        self.finish_interrupted_change()?;
+        self.read_existing(id)
+    }
+
+    /// Replaces a document's content, creating the documents its new links
+    /// name and pruning the subtrees of the links it dropped.
+    pub fn update_document(&self, id: &DocId, content: &str) -> Result<UpdateOutcome, MemoryError> {
+        let limit = self.settings.max_document_bytes;
+        if content.len() > limit {
+            return Err(MemoryError::TooLarge { len: content.len(), limit });
+        }
+        let new = front_matter::split(content);
+        if let Some(yaml) = new.yaml {
+            FrontMatter::parse(yaml)?;
+        }
+        let new_links = parse_links(new.body);
+        if let Some(bad) = new_links.invalid.first() {
+            return Err(MemoryError::InvalidLink { target: bad.target.clone(), error: bad.error.clone() });
+        }
+
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let old_text = self.read_existing(id)?;
+        let old = front_matter::split(&old_text);
+        let old_links = parse_links(old.body).ids;
+
+        let mut created = Vec::new();
+        for link in &new_links.ids {
+            if old_links.contains(link) {
+                continue;
+            }
+            if self.storage.stamp(link)?.is_some() {
+                return Err(self.cross_tree(id, link)?);
+            }
+            if let Some(existing) = self.storage.find_folded(link)? {
+                return Err(MemoryError::CaseCollision { link: link.clone(), existing });
+            }
+            if let Some(twin) = created.iter().find(|c: &&DocId| c.folded() == link.folded()) {
+                return Err(MemoryError::CaseCollision { link: link.clone(), existing: twin.clone() });
+            }
+            created.push(link.clone());
+        }
+
+        let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_links.ids.contains(l)).collect();
+        let deleted = self.subtrees(id, &removed)?;
+
+        // No front-matter in the new content keeps the stored block.
+        let text = match (new.block, old.block) {
+            (None, Some(block)) => format!("{block}{content}"),
+            _ => content.to_owned(),
+        };
+        let mut puts = vec![(id.clone(), text)];
+        puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
+        let label = format!("update {id}");
+        self.storage.apply(&Change { puts, deletes: deleted.clone(), label })?;
+        Ok(UpdateOutcome { created, deleted })
+    }
+
+    /// The whole tree as it is now on storage.
+    pub fn tree(&self) -> Result<Tree, MemoryError> {
+        Ok(self.snapshot()?.0)
+    }
+
+    /// Every broken rule, unreadable file and recovery.
+    pub fn validate(&self) -> Result<ValidationReport, MemoryError> {
+        let (tree, mut findings) = self.snapshot()?;
+        findings.extend(tree.findings());
+        if let Some(r) = &self.recovered {
+            findings.push(Finding::Recovered { label: r.label.clone(), replayed: r.replayed });
+        }
+        Ok(ValidationReport { documents: tree.len(), findings })
+    }
+
+    pub fn status(&self) -> Result<StoreStatus, MemoryError> {
+        self.finish_interrupted_change()?;
+        let listing = self.storage.list()?;
+        let mut sizes: Vec<(DocId, u64)> = listing.docs.iter().map(|(id, s)| (id.clone(), s.len)).collect();
+        sizes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(StoreStatus {
+            location: self.storage.location(),
+            documents: sizes.len(),
+            total_bytes: sizes.iter().map(|(_, len)| len).sum(),
+            largest: sizes.into_iter().take(5).collect(),
+            trash: self.storage.trash_len()?,
+        })
+    }
+
+    fn read_existing(&self, id: &DocId) -> Result<String, MemoryError> {
+        match self.storage.read(id) {
+            Ok(Some(text)) => Ok(text),
+            Ok(None) => Err(MemoryError::NotFound { id: id.clone() }),
+            Err(crate::storage::StorageError::InvalidUtf8 { id }) => {
+                Err(MemoryError::Unreadable { id, reason: "not valid UTF-8".to_owned() })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Takes the store lock, first completing a change that a crashed
+    /// process left half-applied, so no one sees a half-applied tree.
+    fn lock(&self, mode: LockMode) -> Result<StoreLock, MemoryError> {
+        self.finish_interrupted_change()?;
+        Ok(self.storage.lock(mode)?)
+    }
+
+    fn finish_interrupted_change(&self) -> Result<(), MemoryError> {
+        if self.storage.has_pending_change()? {
+            // A live writer holds the lock while its journal exists: waiting
+            // for the lock waits for it; a dead one left the work to us.
+            let _lock = self.storage.lock(LockMode::Exclusive)?;
+            if let Some(r) = self.storage.recover()? {
+                tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a link from `id` to `link`, an existing document that
+    /// is not one of `id`'s children.
+    fn cross_tree(&self, id: &DocId, link: &DocId) -> Result<MemoryError, MemoryError> {
+        let reason = if link == id {
+            CrossTreeReason::ItSelf
+        } else if link.is_root() {
+            CrossTreeReason::Root
+        } else {
+            // The error path only: a full view of the tree is affordable here.
+            let tree = self.tree_unlocked()?.0;
+            if tree.is_ancestor(link, id) {
+                CrossTreeReason::Ancestor { of: id.clone() }
+            } else {
+                match tree.parents(link).first() {
+                    Some(parent) => CrossTreeReason::ChildOf { parent: parent.clone() },
+                    None => CrossTreeReason::Orphan,
+                }
+            }
+        };
+        Ok(MemoryError::CrossTree { link: link.clone(), reason })
+    }
+
+    /// The documents under each of `roots` (the roots included), parent
+    /// before children, never `keep` itself or `root`, each once.
+    fn subtrees(&self, keep: &DocId, roots: &[&DocId]) -> Result<Vec<DocId>, MemoryError> {
+        let mut seen: HashSet<DocId> = HashSet::from([keep.clone(), DocId::root()]);
+        let mut out = Vec::new();
+        let mut stack: Vec<DocId> = roots.iter().rev().map(|id| (*id).clone()).collect();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let Some(text) = self.storage.read(&id).or_else(|e| match e {
+                // An unreadable document is still pruned; it has no links we can see.
+                crate::storage::StorageError::InvalidUtf8 { .. } => Ok(Some(String::new())),
+                e => Err(e),
+            })?
+            else {
+                continue;
+            };
+            let children = parse_links(front_matter::split(&text).body).ids;
+            out.push(id);
+            stack.extend(children.into_iter().rev());
+        }
+        Ok(out)
+    }
+
+    fn snapshot(&self) -> Result<(Tree, Vec<Finding>), MemoryError> {
+        let _lock = self.lock(LockMode::Shared)?;
+        self.tree_unlocked()
+    }
+
+    /// Builds the tree from every document's links, re-reading only the
+    /// documents whose stamp changed. The caller holds a store lock.
+    fn tree_unlocked(&self) -> Result<(Tree, Vec<Finding>), MemoryError> {
+        let listing = self.storage.list()?;
+        let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = HashSet::with_capacity(listing.docs.len());
+        let mut links = BTreeMap::new();
+        let mut findings: Vec<Finding> =
+            listing.ignored.into_iter().map(|path| Finding::IgnoredFile { path }).collect();
+        for (id, stamp) in listing.docs {
+            let fresh = matches!(cache.get(&id), Some(c) if c.stamp == stamp && !c.racy);
+            if !fresh {
+                let doc = self.parse_for_tree(&id, stamp, now_ns)?;
+                cache.insert(id.clone(), doc);
+            }
+            let doc = &cache[&id];
+            if let Some(reason) = &doc.problem {
+                findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
+            }
+            findings.extend(
+                doc.links.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+            );
+            links.insert(id.clone(), doc.links.ids.clone());
+            live.insert(id);
+        }
+        cache.retain(|id, _| live.contains(id));
+        Ok((Tree::new(links), findings))
+    }
+
+    fn parse_for_tree(&self, id: &DocId, stamp: Stamp, now_ns: u64) -> Result<CachedDoc, MemoryError> {
+        let racy = now_ns.saturating_sub(stamp.modified_ns) < RACY_WINDOW_NS;
+        let text = match self.storage.read(id) {
+            Ok(Some(text)) => text,
+            // Deleted between listing and reading: an empty leaf this time.
+            Ok(None) => String::new(),
+            Err(crate::storage::StorageError::InvalidUtf8 { .. }) => {
+                let problem = Some("not valid UTF-8".to_owned());
+                return Ok(CachedDoc { stamp, racy, links: Links::default(), problem });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let split = front_matter::split(&text);
+        let problem = split.yaml.and_then(|yaml| FrontMatter::parse(yaml).err()).map(|e| e.to_string());
+        Ok(CachedDoc { stamp, racy, links: parse_links(split.body), problem })
+    }
+}

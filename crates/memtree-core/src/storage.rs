@@ -1,0 +1,117 @@
+//! The `Storage` trait: everything the engine knows about where documents live.
+//!
+//! A backend stores whole documents by id and applies a [`Change`] (several
+//! puts and deletes) atomically across a crash. It also provides the
+//! cross-process lock that serialises writers. The engine does no I/O except
+//! through this trait, so a local folder, an in-memory map (tests) and,
+//! later, an S3 bucket are interchangeable.
+
+use std::fmt;
+
+use crate::doc_id::DocId;
+
+/// Cheap metadata that changes whenever a document's bytes may have changed.
+/// Compared for equality only; a backend fills it from whatever it has
+/// (size, modification time, inode; or an ETag hash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub len: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
+    pub modified_ns: u64,
+    /// Anything else that changes with the content (inode, ctime, ETag hash).
+    pub tag: u64,
+}
+
+/// Every document the backend holds, and the files it could not take as one.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub docs: Vec<(DocId, Stamp)>,
+    /// Paths of files that look like documents but whose name is no valid id.
+    pub ignored: Vec<String>,
+}
+
+/// A set of document writes applied all together or not at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    pub puts: Vec<(DocId, String)>,
+    /// Deleted documents are kept recoverable by the backend (trash or history).
+    pub deletes: Vec<DocId>,
+    /// One line saying what the change is, for the journal and the trash.
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Readers of several documents that need one consistent state.
+    Shared,
+    /// Writers; excludes every other lock holder in every process.
+    Exclusive,
+}
+
+/// A held store lock; released on drop.
+pub struct StoreLock(#[allow(dead_code)] Box<dyn Send>);
+
+impl StoreLock {
+    pub fn new(guard: impl Send + 'static) -> StoreLock {
+        StoreLock(Box::new(guard))
+    }
+}
+
+impl fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StoreLock")
+    }
+}
+
+/// What recovery found of an interrupted change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub label: String,
+    /// Operations replayed to bring the store to the change's after-state.
+    pub replayed: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{op} {path}: {source}")]
+    Io { op: &'static str, path: String, source: std::io::Error },
+    #[error("document {id} is not valid UTF-8")]
+    InvalidUtf8 { id: DocId },
+    #[error("journal {path} is unreadable: {reason}")]
+    BadJournal { path: String, reason: String },
+}
+
+/// A place that holds one tree of documents.
+pub trait Storage: Send + Sync {
+    /// The document's text, or `None` when it does not exist.
+    fn read(&self, id: &DocId) -> Result<Option<String>, StorageError>;
+
+    /// The document's stamp, or `None` when it does not exist.
+    fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError>;
+
+    /// An existing document whose id equals `id` ignoring ASCII case.
+    fn find_folded(&self, id: &DocId) -> Result<Option<DocId>, StorageError>;
+
+    /// Every document.
+    fn list(&self) -> Result<Listing, StorageError>;
+
+    /// Applies `change` atomically: after a crash at any instant the store
+    /// holds either none or all of it (once [`Storage::recover`] has run).
+    /// The caller holds an exclusive lock.
+    fn apply(&self, change: &Change) -> Result<(), StorageError>;
+
+    /// Takes the store lock, waiting for it.
+    fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError>;
+
+    /// Whether an interrupted change is waiting for recovery. Cheap.
+    fn has_pending_change(&self) -> Result<bool, StorageError>;
+
+    /// Completes an interrupted change. The caller holds an exclusive lock.
+    fn recover(&self) -> Result<Option<Recovery>, StorageError>;
+
+    /// Where the store is, for people (`status`).
+    fn location(&self) -> String;
+
+    /// Number of documents kept in the trash.
+    fn trash_len(&self) -> Result<usize, StorageError>;
+}

@@ -1,0 +1,336 @@
+//! The document tree as a pure value: who links whom, how it renders, and
+//! what in it breaks the tree rules.
+//!
+//! Built from each document's links; no I/O. Every walk is iterative, so a
+//! tree thousands of levels deep cannot overflow the stack.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use crate::doc_id::DocId;
+
+/// The links of every existing document.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    links: BTreeMap<DocId, Vec<DocId>>,
+    parents: HashMap<DocId, Vec<DocId>>,
+}
+
+/// Something in a store that breaks a tree rule or needs a person's eyes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// Exists but cannot be reached from root.
+    Unreachable { id: DocId },
+    /// Linked from more than one document.
+    SeveralParents { id: DocId, parents: Vec<DocId> },
+    /// `root` is linked from another document.
+    RootLinked { from: DocId },
+    /// A link to a document that does not exist (it is created at the
+    /// parent's next update).
+    MissingChild { parent: DocId, child: DocId },
+    /// A wiki link whose target is not a valid id.
+    InvalidLink { id: DocId, target: String },
+    /// Ids that differ only in letter case.
+    CaseCollision { ids: Vec<DocId> },
+    /// A document that cannot be read or whose front-matter is invalid.
+    Unreadable { id: DocId, reason: String },
+    /// A `.md` file whose name is not a valid id; not part of the tree.
+    IgnoredFile { path: String },
+    /// An interrupted change was completed when the store was opened.
+    Recovered { label: String, replayed: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Finding {
+    pub fn severity(&self) -> Severity {
+        match self {
+            Finding::Recovered { .. } => Severity::Info,
+            Finding::MissingChild { .. } | Finding::IgnoredFile { .. } => Severity::Warning,
+            _ => Severity::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Unreachable { id } => write!(f, "{id}: not reachable from root (orphan)"),
+            Finding::SeveralParents { id, parents } => {
+                write!(f, "{id}: linked from several documents: {}", join(parents))
+            }
+            Finding::RootLinked { from } => write!(f, "root: linked from {from}"),
+            Finding::MissingChild { parent, child } => {
+                write!(f, "{parent}: links [[{child}]], which does not exist")
+            }
+            Finding::InvalidLink { id, target } => write!(f, "{id}: invalid link [[{target}]]"),
+            Finding::CaseCollision { ids } => write!(f, "ids differ only in case: {}", join(ids)),
+            Finding::Unreadable { id, reason } => write!(f, "{id}: {reason}"),
+            Finding::IgnoredFile { path } => write!(f, "{path}: file name is not a valid id; ignored"),
+            Finding::Recovered { label, replayed } => {
+                write!(f, "journal: completed interrupted change ({label}; {replayed} operations)")
+            }
+        }
+    }
+}
+
+/// Joins ids with `, `, as every list in memtree's answers is written.
+pub fn join(ids: &[DocId]) -> String {
+    ids.iter().map(DocId::as_str).collect::<Vec<_>>().join(", ")
+}
+
+impl Tree {
+    /// `links` maps every existing document to the ids it links, in order.
+    pub fn new(links: BTreeMap<DocId, Vec<DocId>>) -> Tree {
+        let mut parents: HashMap<DocId, Vec<DocId>> = HashMap::new();
+        for (parent, children) in &links {
+            for child in children {
+                if links.contains_key(child) {
+                    parents.entry(child.clone()).or_default().push(parent.clone());
+                }
+            }
+        }
+        Tree { links, parents }
+    }
+
+    pub fn contains(&self, id: &DocId) -> bool {
+        self.links.contains_key(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+
+    /// The documents that link `id`.
+    pub fn parents(&self, id: &DocId) -> &[DocId] {
+        self.parents.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `ancestor` is on the parent chain of `id`.
+    pub fn is_ancestor(&self, ancestor: &DocId, id: &DocId) -> bool {
+        let mut seen = HashSet::new();
+        let mut current = id;
+        while let Some(parent) = self.parents(current).first() {
+            if parent == ancestor {
+                return true;
+            }
+            if !seen.insert(parent) {
+                return false;
+            }
+            current = parent;
+        }
+        false
+    }
+
+    /// The tree under `root` in the YAML form of `get_document_tree`.
+    ///
+    /// Children come in link order; a document reachable twice (a broken
+    /// store) is shown under the first parent met only.
+    pub fn render_yaml(&self) -> String {
+        let root = DocId::root();
+        let mut out = String::new();
+        let mut seen: HashSet<&DocId> = HashSet::from([&root]);
+        let mut stack: Vec<(&DocId, usize)> = vec![(&root, 0)];
+        while let Some((id, depth)) = stack.pop() {
+            let children: Vec<&DocId> = self
+                .links
+                .get(id)
+                .into_iter()
+                .flatten()
+                .filter(|child| self.links.contains_key(*child))
+                .filter(|child| seen.insert(*child))
+                .collect();
+            if depth == 0 {
+                out.push_str(if children.is_empty() { "root: []\n" } else { "root:\n" });
+            } else {
+                let suffix = if children.is_empty() { "" } else { ":" };
+                out.extend(std::iter::repeat_n(' ', 2 * depth));
+                let _ = writeln!(out, "- {}{suffix}", yaml_scalar(id));
+            }
+            stack.extend(children.into_iter().rev().map(|child| (child, depth + 1)));
+        }
+        out
+    }
+
+    /// Everything that breaks the tree rules.
+    pub fn findings(&self) -> Vec<Finding> {
+        let root = DocId::root();
+        let mut findings = Vec::new();
+        for (id, parents) in &self.parents {
+            if id.is_root() {
+                findings.extend(parents.iter().map(|from| Finding::RootLinked { from: from.clone() }));
+            } else if parents.len() > 1 {
+                findings.push(Finding::SeveralParents { id: id.clone(), parents: parents.clone() });
+            }
+        }
+        for (parent, children) in &self.links {
+            for child in children.iter().filter(|c| !self.links.contains_key(*c)) {
+                findings.push(Finding::MissingChild { parent: parent.clone(), child: child.clone() });
+            }
+        }
+        let reachable = self.reachable_from(&root);
+        findings.extend(
+            self.links
+                .keys()
+                .filter(|id| !reachable.contains(id))
+                .map(|id| Finding::Unreachable { id: id.clone() }),
+        );
+        let mut by_folded: HashMap<String, Vec<DocId>> = HashMap::new();
+        for id in self.links.keys() {
+            by_folded.entry(id.folded()).or_default().push(id.clone());
+        }
+        findings.extend(
+            by_folded.into_values().filter(|ids| ids.len() > 1).map(|ids| Finding::CaseCollision { ids }),
+        );
+        findings.sort_by_key(|f| f.to_string());
+        findings
+    }
+
+    fn reachable_from<'a>(&'a self, start: &'a DocId) -> HashSet<&'a DocId> {
+        let mut seen = HashSet::new();
+        if !self.links.contains_key(start) {
+            return seen;
+        }
+        let mut stack = vec![start];
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                stack.extend(self.links.get(id).into_iter().flatten().filter(|c| self.links.contains_key(*c)));
+            }
+        }
+        seen
+    }
+}
+
+/// An id as a YAML scalar that every YAML reader reads back as that string:
+/// quoted when it would otherwise read as a number, boolean or null.
+fn yaml_scalar(id: &DocId) -> String {
+    let s = id.as_str();
+    let yaml_1_1_words = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
+    let reads_as_string = matches!(
+        yaml_serde::from_str::<yaml_serde::Value>(s),
+        Ok(yaml_serde::Value::String(ref v)) if v == s
+    );
+    let looks_numeric = s.bytes().all(|b| b.is_ascii_digit() || b == b'_' || b == b'-');
+    if reads_as_string && !looks_numeric && !yaml_1_1_words.contains(&s.to_ascii_lowercase().as_str()) {
+        s.to_owned()
+    } else {
+        format!("'{s}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store written as `id: child child` lines.
+    fn tree(spec: &str) -> Tree {
+        let id = |s: &str| DocId::parse(s).unwrap();
+        Tree::new(
+            spec.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|line| {
+                    let (doc, children) = line.split_once(':').unwrap();
+                    (id(doc.trim()), children.split_whitespace().map(id).collect())
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn renders_the_seed_example() {
+        let t = tree(
+            "root: project_overview tech_decisions
+             project_overview: architecture dependencies
+             architecture: db_schema service_layer
+             db_schema:
+             service_layer:
+             dependencies:
+             tech_decisions:",
+        );
+        assert_eq!(
+            t.render_yaml(),
+            "root:\n  - project_overview:\n    - architecture:\n      - db_schema\n      - service_layer\n    \
+             - dependencies\n  - tech_decisions\n"
+        );
+        assert!(t.findings().is_empty());
+    }
+
+    #[test]
+    fn empty_tree_is_an_empty_list() {
+        assert_eq!(tree("root:").render_yaml(), "root: []\n");
+    }
+
+    #[test]
+    fn ids_that_yaml_would_misread_are_quoted() {
+        let t = tree("root: 2024 yes null a/b -x 1e5 notes\n2024:\nyes:\nnull:\na/b:\n-x:\n1e5:\nnotes:");
+        assert_eq!(
+            t.render_yaml(),
+            "root:\n  - '2024'\n  - 'yes'\n  - 'null'\n  - a/b\n  - -x\n  - '1e5'\n  - notes\n"
+        );
+    }
+
+    #[test]
+    fn deep_trees_do_not_overflow_the_stack() {
+        // The YAML of a chain grows with the square of its depth; 20,000
+        // levels are deep enough for any recursive walk to overflow.
+        let n = 20_000;
+        let ids: Vec<DocId> = (0..n).map(|i| DocId::parse(&format!("d{i}")).unwrap()).collect();
+        let mut links: BTreeMap<DocId, Vec<DocId>> = BTreeMap::new();
+        links.insert(DocId::root(), vec![ids[0].clone()]);
+        for w in ids.windows(2) {
+            links.insert(w[0].clone(), vec![w[1].clone()]);
+        }
+        links.insert(ids[n - 1].clone(), vec![]);
+        let t = Tree::new(links);
+        assert!(t.findings().is_empty());
+        assert!(t.is_ancestor(&ids[0], &ids[n - 1]));
+        assert_eq!(t.render_yaml().lines().count(), n + 1);
+    }
+
+    #[test]
+    fn finds_broken_rules() {
+        let t = tree(
+            "root: a b ghost
+             a: shared
+             b: shared root
+             shared:
+             orphan: loop
+             loop: orphan
+             Shared:",
+        );
+        let got: Vec<String> = t.findings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "Shared: not reachable from root (orphan)",
+                "ids differ only in case: Shared, shared",
+                "loop: not reachable from root (orphan)",
+                "orphan: not reachable from root (orphan)",
+                "root: linked from b",
+                "root: links [[ghost]], which does not exist",
+                "shared: linked from several documents: a, b",
+            ]
+        );
+    }
+
+    #[test]
+    fn ancestry_follows_parents() {
+        let t = tree("root: a\na: b\nb: c\nc:");
+        let id = |s: &str| DocId::parse(s).unwrap();
+        assert!(t.is_ancestor(&id("a"), &id("c")));
+        assert!(t.is_ancestor(&DocId::root(), &id("c")));
+        assert!(!t.is_ancestor(&id("c"), &id("a")));
+        assert_eq!(t.parents(&id("b")), [id("a")]);
+    }
+}

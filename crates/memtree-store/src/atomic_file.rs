@@ -1,0 +1,93 @@
+//! Durable file primitives: write-to-temp, fsync, rename, fsync the folder.
+//!
+//! After [`write_atomic`] returns, the file holds the new bytes and survives
+//! power loss; at no instant can a reader see a partly written file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use memtree_core::StorageError;
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StorageError + 'a {
+    move |source| StorageError::Io { op, path: path.display().to_string(), source }
+}
+
+/// Writes `bytes` to `path` atomically and durably. The temporary file is
+/// made in `temp_dir`, which must be on the same file system.
+pub(crate) fn write_atomic(temp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    let temp = temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .map_err(io_error("create", &temp))?;
+    file.write_all(bytes).map_err(io_error("write", &temp))?;
+    file.sync_data().map_err(io_error("fsync", &temp))?;
+    drop(file);
+    let parent = path.parent().expect("document paths have a parent");
+    create_dir_durable(parent)?;
+    fs::rename(&temp, path).map_err(io_error("rename", path))?;
+    sync_dir(parent)
+}
+
+/// Removes `path` durably; a file already gone is not an error.
+pub(crate) fn remove_durable(path: &Path) -> Result<(), StorageError> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(path.parent().expect("document paths have a parent")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_error("remove", path)(e)),
+    }
+}
+
+/// Creates `dir` and its missing parents, fsyncing each parent whose entry
+/// list changed, so a new folder survives a crash along with its files.
+pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing: Vec<PathBuf> = Vec::new();
+    let mut cursor = Some(dir);
+    while let Some(d) = cursor.filter(|d| !d.is_dir()) {
+        missing.push(d.to_path_buf());
+        cursor = d.parent();
+    }
+    for d in missing.iter().rev() {
+        match fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_error("mkdir", d)(e)),
+        }
+        if let Some(parent) = d.parent() {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("fsync", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_replace_and_leave_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("tmp");
+        fs::create_dir(&temp).unwrap();
+        let target = dir.path().join("a/b/doc.md");
+        write_atomic(&temp, &target, b"one").unwrap();
+        write_atomic(&temp, &target, b"two").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        assert_eq!(fs::read_dir(&temp).unwrap().count(), 0);
+        remove_durable(&target).unwrap();
+        remove_durable(&target).unwrap();
+        assert!(!target.exists());
+    }
+}

@@ -1,0 +1,14 @@
+//! Storage backends for memtree: [`LocalStorage`] (a folder: atomic writes,
+//! an intent journal for multi-document changes, a cross-process lock) and
+//! [`InMemoryStorage`] (tests). Both pass one conformance suite.
+
+mod atomic_file;
+mod in_memory;
+mod journal;
+mod local;
+
+pub use in_memory::InMemoryStorage;
+pub use local::{Fault, LocalStorage};
+
+#[cfg(test)]
+mod conformance;

@@ -1,0 +1,369 @@
+//! `LocalStorage`: a store in a folder of the local file system.
+//!
+//! Layout: `<id>.md` per document (`/` in an id is a sub-folder), and under
+//! `.memtree/`: `lock` (the cross-process lock), `journal.json` (a change in
+//! progress), `tmp/` (temporary files, same file system as the documents) and
+//! `trash/<batch>/<id>.md` (pruned documents, kept for recovery).
+
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
+
+use crate::atomic_file::{create_dir_durable, io_error, remove_durable, sync_dir, write_atomic};
+use crate::journal::{Journal, JournalOp, TrashBatch};
+
+/// A deliberate crash for tests of crash safety: the process aborts at the
+/// named point of a journaled change, as a `kill -9` would stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// After the journal is written but before it is committed (renamed).
+    BeforeJournalCommit,
+    /// After the journal is committed and this many operations applied.
+    AfterOps(usize),
+}
+
+impl std::str::FromStr for Fault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            None if s == "journal" => Ok(Fault::BeforeJournalCommit),
+            Some(("apply", n)) => n.parse().map(Fault::AfterOps).map_err(|e| format!("{s}: {e}")),
+            _ => Err(format!("unknown fault {s:?} (expected `journal` or `apply:N`)")),
+        }
+    }
+}
+
+pub struct LocalStorage {
+    root: PathBuf,
+    meta: PathBuf,
+    temp: PathBuf,
+    trash: PathBuf,
+    journal: PathBuf,
+    lock_path: PathBuf,
+    fault: Option<Fault>,
+    batch_seq: AtomicU64,
+}
+
+const META_DIR: &str = ".memtree";
+
+impl LocalStorage {
+    /// Opens (creating if needed) the store in `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<LocalStorage, StorageError> {
+        let root = root.into();
+        let meta = root.join(META_DIR);
+        let storage = LocalStorage {
+            temp: meta.join("tmp"),
+            trash: meta.join("trash"),
+            journal: meta.join("journal.json"),
+            lock_path: meta.join("lock"),
+            root,
+            meta,
+            fault: None,
+            batch_seq: AtomicU64::new(0),
+        };
+        create_dir_durable(&storage.temp)?;
+        create_dir_durable(&storage.trash)?;
+        Ok(storage)
+    }
+
+    /// Arms a deliberate crash (tests only).
+    pub fn with_fault(mut self, fault: Option<Fault>) -> LocalStorage {
+        self.fault = fault;
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn doc_path(&self, id: &DocId) -> PathBuf {
+        let mut path = self.root.clone();
+        path.extend(id.segments());
+        path.set_extension("md");
+        path
+    }
+
+    /// Refuses to write through a symlinked folder, which could point
+    /// outside the store.
+    fn check_real_folders(&self, id: &DocId) -> Result<(), StorageError> {
+        let mut dir = self.root.clone();
+        let segments: Vec<&str> = id.segments().collect();
+        for segment in &segments[..segments.len() - 1] {
+            dir.push(segment);
+            match fs::symlink_metadata(&dir) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(io_error("write through symlink", &dir)(io::Error::other(
+                        "folder is a symbolic link; memtree writes only inside the store",
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn put(&self, id: &DocId, content: &str) -> Result<(), StorageError> {
+        self.check_real_folders(id)?;
+        write_atomic(&self.temp, &self.doc_path(id), content.as_bytes())
+    }
+
+    fn move_to_trash(&self, batch: &TrashBatch, id: &DocId) -> Result<(), StorageError> {
+        let from = self.doc_path(id);
+        if fs::symlink_metadata(&from).is_err() {
+            return Ok(()); // Already moved by an earlier (interrupted) replay.
+        }
+        let mut to = self.trash.join(batch.as_str());
+        to.extend(id.segments());
+        to.set_extension("md");
+        create_dir_durable(to.parent().expect("trash paths have a parent"))?;
+        fs::rename(&from, &to).map_err(io_error("move to trash", &from))?;
+        sync_dir(to.parent().expect("trash paths have a parent"))?;
+        let mut dir = from.parent().map(Path::to_path_buf);
+        sync_dir(dir.as_deref().expect("document paths have a parent"))?;
+        // Remove the folders the move left empty, up to the store root.
+        while let Some(d) = dir.filter(|d| *d != self.root) {
+            if fs::remove_dir(&d).is_err() {
+                break;
+            }
+            dir = d.parent().map(Path::to_path_buf);
+            sync_dir(dir.as_deref().expect("store folders have a parent"))?;
+        }
+        Ok(())
+    }
+
+    fn replay(&self, journal: &Journal) -> Result<(), StorageError> {
+        for (done, op) in journal.ops.iter().enumerate() {
+            if self.fault == Some(Fault::AfterOps(done)) {
+                crash(&format!("after {done} operations of {}", journal.label));
+            }
+            match op {
+                JournalOp::Put { id, content } => self.put(id, content)?,
+                JournalOp::Trash { batch, id } => self.move_to_trash(batch, id)?,
+            }
+        }
+        if self.fault == Some(Fault::AfterOps(journal.ops.len())) {
+            crash(&format!("after all operations of {}", journal.label));
+        }
+        remove_durable(&self.journal)
+    }
+
+    fn new_batch(&self) -> TrashBatch {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        TrashBatch::new(now, std::process::id(), self.batch_seq.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn clear_temp(&self) -> Result<(), StorageError> {
+        for entry in fs::read_dir(&self.temp).map_err(io_error("list", &self.temp))? {
+            let path = entry.map_err(io_error("list", &self.temp))?.path();
+            let _ = fs::remove_file(path);
+        }
+        Ok(())
+    }
+}
+
+fn crash(at: &str) -> ! {
+    tracing::error!("fault injection: aborting {at}");
+    std::process::abort()
+}
+
+fn stamp_of(meta: &fs::Metadata) -> Stamp {
+    let modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    #[cfg(unix)]
+    let tag = {
+        use std::os::unix::fs::MetadataExt;
+        meta.ino() ^ (meta.ctime_nsec() as u64).rotate_left(32) ^ meta.ctime() as u64
+    };
+    #[cfg(not(unix))]
+    let tag = 0;
+    Stamp { len: meta.len(), modified_ns, tag }
+}
+
+impl Storage for LocalStorage {
+    fn read(&self, id: &DocId) -> Result<Option<String>, StorageError> {
+        let path = self.doc_path(id);
+        match fs::read(&path) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| StorageError::InvalidUtf8 { id: id.clone() }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("read", &path)(e)),
+        }
+    }
+
+    fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError> {
+        let path = self.doc_path(id);
+        match fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(Some(stamp_of(&meta))),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("stat", &path)(e)),
+        }
+    }
+
+    fn find_folded(&self, id: &DocId) -> Result<Option<DocId>, StorageError> {
+        // Walk the id's path segment by segment, following a differently
+        // cased twin where there is one, so that `Projects/Silica` finds
+        // `projects/silica` (or the folder `projects` when no file matches).
+        let segments: Vec<&str> = id.segments().collect();
+        let mut dir = self.root.clone();
+        let mut actual: Vec<String> = Vec::new();
+        let mut differs = false;
+        for (i, segment) in segments.iter().enumerate() {
+            let wanted = if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) => return Err(io_error("list", &dir)(e)),
+            };
+            let mut found = None;
+            for entry in entries {
+                let name = entry.map_err(io_error("list", &dir))?.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if name == wanted {
+                    found = Some(name.to_owned());
+                    break;
+                }
+                if name.eq_ignore_ascii_case(&wanted) {
+                    found = Some(name.to_owned());
+                }
+            }
+            let Some(name) = found else { break };
+            differs |= name != wanted;
+            dir.push(&name);
+            actual.push(name.strip_suffix(".md").unwrap_or(&name).to_owned());
+        }
+        Ok(if differs { DocId::parse(&actual.join("/")).ok() } else { None })
+    }
+
+    fn list(&self) -> Result<Listing, StorageError> {
+        let mut listing = Listing::default();
+        let mut stack = vec![(self.root.clone(), String::new())];
+        while let Some((dir, prefix)) = stack.pop() {
+            for entry in fs::read_dir(&dir).map_err(io_error("list", &dir))? {
+                let entry = entry.map_err(io_error("list", &dir))?;
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else {
+                    listing.ignored.push(format!("{prefix}{}", name.to_string_lossy()));
+                    continue;
+                };
+                if name.starts_with('.') {
+                    continue; // .memtree, .git, .obsidian, editor swap files
+                }
+                let file_type = entry.file_type().map_err(io_error("stat", &entry.path()))?;
+                if file_type.is_dir() {
+                    stack.push((entry.path(), format!("{prefix}{name}/")));
+                    continue;
+                }
+                let Some(stem) = name.strip_suffix(".md") else { continue };
+                let raw = format!("{prefix}{stem}");
+                match DocId::parse(&raw) {
+                    Ok(id) if file_type.is_file() => {
+                        let meta = entry.metadata().map_err(io_error("stat", &entry.path()))?;
+                        listing.docs.push((id, stamp_of(&meta)));
+                    }
+                    _ => listing.ignored.push(format!("{prefix}{name}")),
+                }
+            }
+        }
+        listing.docs.sort_by(|a, b| a.0.cmp(&b.0));
+        listing.ignored.sort();
+        Ok(listing)
+    }
+
+    fn apply(&self, change: &Change) -> Result<(), StorageError> {
+        if let ([(id, content)], []) = (change.puts.as_slice(), change.deletes.as_slice()) {
+            // One file: its own atomic rename is the whole transaction.
+            return self.put(id, content);
+        }
+        let batch = self.new_batch();
+        let mut ops: Vec<JournalOp> =
+            change.deletes.iter().map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() }).collect();
+        ops.extend(change.puts.iter().map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }));
+        for id in change.puts.iter().map(|(id, _)| id) {
+            self.check_real_folders(id)?;
+        }
+        let journal = Journal { label: change.label.clone(), ops };
+        let bytes = serde_json::to_vec(&journal).expect("journals serialise");
+        if self.fault == Some(Fault::BeforeJournalCommit) {
+            let temp = self.temp.join("journal.uncommitted");
+            fs::write(&temp, &bytes).map_err(io_error("write", &temp))?;
+            crash(&format!("before committing the journal of {}", change.label));
+        }
+        write_atomic(&self.temp, &self.journal, &bytes)?;
+        self.replay(&journal)
+    }
+
+    fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError> {
+        // A fresh descriptor per holder: flock locks belong to the open file,
+        // so threads sharing one descriptor would share (and release) one lock.
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock_path)
+            .map_err(io_error("open", &self.lock_path))?;
+        match mode {
+            LockMode::Shared => file.lock_shared(),
+            LockMode::Exclusive => file.lock(),
+        }
+        .map_err(io_error("lock", &self.lock_path))?;
+        Ok(StoreLock::new(file))
+    }
+
+    fn has_pending_change(&self) -> Result<bool, StorageError> {
+        match fs::symlink_metadata(&self.journal) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error("stat", &self.journal)(e)),
+        }
+    }
+
+    fn recover(&self) -> Result<Option<Recovery>, StorageError> {
+        self.clear_temp()?;
+        let bytes = match fs::read(&self.journal) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("read", &self.journal)(e)),
+        };
+        let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| StorageError::BadJournal {
+            path: self.journal.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        self.replay(&journal)?;
+        Ok(Some(Recovery { label: journal.label, replayed: journal.ops.len() }))
+    }
+
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn trash_len(&self) -> Result<usize, StorageError> {
+        let mut count = 0;
+        let mut stack = vec![self.trash.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir).map_err(io_error("list", &dir))? {
+                let entry = entry.map_err(io_error("list", &dir))?;
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(entry.path());
+                } else {
+                    count += 1;
+                }
+            }
+        }
+        Ok(count)
+    }
+}
+
+impl std::fmt::Debug for LocalStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalStorage").field("root", &self.root).field("meta", &self.meta).finish()
+    }
+}
