@@ -16,4 +16,4 @@ pub use doc_id::{DocId, IdError};
 pub use error::{CrossTreeReason, MemoryError, parse_id_argument};
 pub use memory::{Memory, MemorySettings, StoreStatus, UpdateOutcome, ValidationReport};
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
-pub use tree::{Finding, Severity, Tree};
+pub use tree::{Finding, OutlineEntry, Severity, Tree};

@@ -73,8 +73,8 @@ pub struct Recovery {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    #[error("{op} {path}: {source}")]
-    Io { op: &'static str, path: String, source: std::io::Error },
+    #[error("{op} {path}: {error}")]
+    Io { op: &'static str, path: String, error: std::io::Error },
     #[error("document {id} is not valid UTF-8")]
     InvalidUtf8 { id: DocId },
     #[error("journal {path} is unreadable: {reason}")]

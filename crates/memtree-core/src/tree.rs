@@ -49,6 +49,24 @@ pub enum Severity {
     Error,
 }
 
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One line of the tree in pre-order: a document and its depth (root is 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutlineEntry<'a> {
+    pub depth: usize,
+    pub id: &'a DocId,
+    pub has_children: bool,
+}
+
 impl Finding {
     pub fn severity(&self) -> Severity {
         match self {
@@ -133,32 +151,42 @@ impl Tree {
         false
     }
 
-    /// The tree under `root` in the YAML form of `get_document_tree`.
-    ///
-    /// Children come in link order; a document reachable twice (a broken
-    /// store) is shown under the first parent met only.
-    pub fn render_yaml(&self) -> String {
-        let root = DocId::root();
-        let mut out = String::new();
-        let mut seen: HashSet<&DocId> = HashSet::from([&root]);
-        let mut stack: Vec<(&DocId, usize)> = vec![(&root, 0)];
+    /// The tree under `root` in pre-order, children in link order. A
+    /// document reachable twice (a broken store) appears under the first
+    /// parent met only; documents not reachable from root do not appear.
+    pub fn outline(&self) -> Vec<OutlineEntry<'_>> {
+        let root = self.links.get_key_value(&DocId::root()).map(|(k, _)| k);
+        let Some(root) = root else {
+            return vec![];
+        };
+        let mut out = Vec::new();
+        let mut seen: HashSet<&DocId> = HashSet::from([root]);
+        let mut stack: Vec<(&DocId, usize)> = vec![(root, 0)];
         while let Some((id, depth)) = stack.pop() {
-            let children: Vec<&DocId> = self
-                .links
-                .get(id)
-                .into_iter()
-                .flatten()
-                .filter(|child| self.links.contains_key(*child))
-                .filter(|child| seen.insert(*child))
+            let children: Vec<&DocId> = self.links[id]
+                .iter()
+                .filter(|child| self.links.contains_key(*child) && seen.insert(*child))
                 .collect();
-            if depth == 0 {
-                out.push_str(if children.is_empty() { "root: []\n" } else { "root:\n" });
-            } else {
-                let suffix = if children.is_empty() { "" } else { ":" };
-                out.extend(std::iter::repeat_n(' ', 2 * depth));
-                let _ = writeln!(out, "- {}{suffix}", yaml_scalar(id));
-            }
+            out.push(OutlineEntry { depth, id, has_children: !children.is_empty() });
             stack.extend(children.into_iter().rev().map(|child| (child, depth + 1)));
+        }
+        out
+    }
+
+    /// The tree under `root` in the YAML form of `get_document_tree`.
+    pub fn render_yaml(&self) -> String {
+        let mut out = String::new();
+        for entry in self.outline() {
+            if entry.depth == 0 {
+                out.push_str(if entry.has_children { "root:\n" } else { "root: []\n" });
+                continue;
+            }
+            out.extend(std::iter::repeat_n(' ', 2 * entry.depth));
+            let suffix = if entry.has_children { ":" } else { "" };
+            let _ = writeln!(out, "- {}{suffix}", yaml_scalar(entry.id));
+        }
+        if out.is_empty() {
+            out.push_str("root: []\n");
         }
         out
     }

@@ -1,1 +1,10 @@
-//! placeholder
+//! memtree's MCP server: the only crate that knows MCP.
+//!
+//! Each tool converts its arguments, calls one [`memtree_core::Memory`]
+//! method and converts the result: a rule broken or a lookup failed is a
+//! tool result with `isError` set carrying the spec's `Error: …` text (so
+//! the agent reads it); malformed arguments are protocol errors.
+
+mod server;
+
+pub use server::{MemtreeServer, TOOL_NAMES, UnknownTool};

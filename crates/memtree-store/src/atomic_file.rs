@@ -13,7 +13,7 @@ use memtree_core::StorageError;
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StorageError + 'a {
-    move |source| StorageError::Io { op, path: path.display().to_string(), source }
+    move |error| StorageError::Io { op, path: path.display().to_string(), error }
 }
 
 /// Writes `bytes` to `path` atomically and durably. The temporary file is
@@ -51,7 +51,7 @@ pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
     }
     let mut missing: Vec<PathBuf> = Vec::new();
     let mut cursor = Some(dir);
-    while let Some(d) = cursor.filter(|d| !d.is_dir()) {
+    while let Some(d) = cursor.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
         missing.push(d.to_path_buf());
         cursor = d.parent();
     }

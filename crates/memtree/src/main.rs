@@ -1,1 +1,10 @@
-fn main() {}
+//! The `memtree` binary: parse the command line, resolve settings, run one
+//! subcommand.
+
+mod cli;
+mod commands;
+mod settings;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,130 @@
+//! `MemtreeServer`: the rmcp handler with the tools of SPEC section 2.
+
+use std::sync::Arc;
+
+use memtree_core::{Memory, MemoryError, parse_id_argument};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
+
+/// Every tool this server can expose, in `tools/list` order.
+pub const TOOL_NAMES: &[&str] = &["read_document", "update_document", "get_document_tree"];
+
+/// What an agent is told at initialize: how the tree works, in few tokens.
+const INSTRUCTIONS: &str = "\
+Persistent memory: a tree of Markdown documents under `root`. \
+Start with read_document() to see what is known, and follow [[id]] links down. \
+Writing a [[new_id]] link into a document (update_document) creates that child; \
+removing a link deletes the child and its whole subtree. \
+A document may link only its own children; ids are [A-Za-z0-9_-] words, `/` for folders. \
+update_document replaces the whole document: read it first. \
+Keep each document to one topic; move details into children as it grows.";
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadDocumentArgs {
+    /// Document id; default root.
+    pub id: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDocumentArgs {
+    /// Document id; default root.
+    pub id: Option<String>,
+    /// The whole new Markdown.
+    pub content: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// A `--tools` name that is not a tool.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown tool {0:?} (tools: {list})", list = TOOL_NAMES.join(", "))]
+pub struct UnknownTool(pub String);
+
+#[derive(Clone)]
+pub struct MemtreeServer {
+    memory: Arc<Memory>,
+    tool_router: ToolRouter<MemtreeServer>,
+}
+
+impl MemtreeServer {
+    /// A server exposing `tools` (all of [`TOOL_NAMES`] when `None`).
+    pub fn new(memory: Arc<Memory>, tools: Option<&[String]>) -> Result<MemtreeServer, UnknownTool> {
+        let mut tool_router = Self::tool_router();
+        if let Some(wanted) = tools {
+            if let Some(unknown) = wanted.iter().find(|t| !TOOL_NAMES.contains(&t.as_str())) {
+                return Err(UnknownTool(unknown.clone()));
+            }
+            for name in TOOL_NAMES.iter().filter(|n| !wanted.iter().any(|w| w == *n)) {
+                tool_router.remove_route(name);
+            }
+        }
+        Ok(MemtreeServer { memory, tool_router })
+    }
+
+    /// Runs a blocking engine call off the async workers and renders it.
+    async fn run<F>(&self, call: F) -> Result<CallToolResult, ErrorData>
+    where
+        F: FnOnce(&Memory) -> Result<String, MemoryError> + Send + 'static,
+    {
+        let memory = Arc::clone(&self.memory);
+        let result = tokio::task::spawn_blocking(move || call(&memory))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
+        Ok(match result {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(error) => {
+                if !error.is_user_error() {
+                    tracing::error!(%error, "tool call failed");
+                }
+                CallToolResult::error(vec![ContentBlock::text(error.report())])
+            }
+        })
+    }
+}
+
+#[tool_router]
+impl MemtreeServer {
+    #[tool(description = "Read a document's Markdown (default: root).")]
+    async fn read_document(
+        &self,
+        Parameters(args): Parameters<ReadDocumentArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| m.read_document(&parse_id_argument("id", args.id.as_deref())?)).await
+    }
+
+    #[tool(
+        description = "Replace a document's whole content. A new [[id]] link creates that child; \
+                       a removed link deletes the child and its subtree. Link only this document's \
+                       children or new ids."
+    )]
+    async fn update_document(
+        &self,
+        Parameters(args): Parameters<UpdateDocumentArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let id = parse_id_argument("id", args.id.as_deref())?;
+            Ok(m.update_document(&id, &args.content)?.report())
+        })
+        .await
+    }
+
+    #[tool(description = "The document tree as YAML.")]
+    async fn get_document_tree(&self, Parameters(_): Parameters<NoArgs>) -> Result<CallToolResult, ErrorData> {
+        self.run(|m| Ok(m.tree()?.render_yaml())).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemtreeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("memtree", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}

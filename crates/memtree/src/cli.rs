@@ -1,0 +1,87 @@
+//! The command line: one subcommand per file under `commands/`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use memtree_core::MemoryError;
+
+use crate::commands;
+use crate::settings::{GlobalArgs, Settings, env, var};
+
+/// Persistent tree memory of Markdown documents for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "memtree", version, about)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the memory to an MCP client over stdio
+    Serve(commands::serve::Args),
+    /// Print a document (default: root)
+    Read(commands::read::Args),
+    /// Replace a document with the content read from stdin
+    Write(commands::write::Args),
+    /// Print the document tree
+    Tree,
+    /// Check the tree rules, orphans, unreadable files and the journal
+    Validate,
+    /// Show document count, sizes and the data folder
+    Status,
+}
+
+/// How a command failed, which decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// The user can fix it (exit 1): a rule broken, a document missing.
+    User(String),
+    /// Something is wrong with the store or the machine (exit 3).
+    Internal(anyhow::Error),
+}
+
+impl From<MemoryError> for Failure {
+    fn from(error: MemoryError) -> Failure {
+        if error.is_user_error() { Failure::User(error.report()) } else { Failure::Internal(error.into()) }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Failure {
+        Failure::Internal(error)
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let outcome = Settings::resolve(&cli.global).map_err(Failure::from).and_then(|settings| match cli.command {
+        Command::Serve(args) => commands::serve::run(&settings, args),
+        Command::Read(args) => commands::read::run(&settings, args),
+        Command::Write(args) => commands::write::run(&settings, args),
+        Command::Tree => commands::tree::run(&settings),
+        Command::Validate => commands::validate::run(&settings),
+        Command::Status => commands::status::run(&settings),
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(Failure::User(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Internal(error)) => {
+            eprintln!("Error: {error:#}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// Logs go to stderr: under `serve`, stdout is the MCP channel.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_new(var(env::LOG).unwrap_or_else(|| "warn".to_owned()))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+}

@@ -1,0 +1,28 @@
+//! `memtree read [ID]`: print a document as stored.
+
+use std::process::ExitCode;
+
+use memtree_core::parse_id_argument;
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Document id (default: root)
+    id: Option<String>,
+}
+
+pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
+    let id = parse_id_argument("id", args.id.as_deref())?;
+    let memory = super::open_memory(settings)?;
+    let text = memory.read_document(&id)?;
+    if settings.json {
+        super::print_json(&serde_json::json!({ "id": id, "content": text }))?;
+    } else {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(anyhow::Error::from)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,36 @@
+//! `memtree validate`: check a store; exit 1 when it is unhealthy.
+
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
+    let report = super::open_memory(settings)?.validate()?;
+    if settings.json {
+        let findings: Vec<serde_json::Value> = report
+            .findings
+            .iter()
+            .map(|f| {
+                let mut value = serde_json::to_value(f).expect("findings serialise");
+                value["severity"] = serde_json::to_value(f.severity()).expect("severities serialise");
+                value["message"] = f.to_string().into();
+                value
+            })
+            .collect();
+        super::print_json(&serde_json::json!({
+            "healthy": report.is_healthy(),
+            "documents": report.documents,
+            "findings": findings,
+        }))?;
+    } else {
+        let mut out = String::new();
+        for finding in &report.findings {
+            out.push_str(&format!("{}: {finding}\n", finding.severity()));
+        }
+        let verdict = if report.is_healthy() { "healthy" } else { "unhealthy" };
+        out.push_str(&format!("{} documents, {} findings: {verdict}", report.documents, report.findings.len()));
+        super::print(&out)?;
+    }
+    Ok(if report.is_healthy() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

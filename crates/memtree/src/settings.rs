@@ -1,0 +1,93 @@
+//! `Settings`: flags, environment and defaults resolved into one value
+//! before any work. This is the only place that reads environment variables.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use memtree_core::MemorySettings;
+use memtree_store::Fault;
+
+/// Every environment variable memtree reads.
+pub mod env {
+    /// The store folder (wins over `DATA_DIR`).
+    pub const DATA_DIR: &str = "MEMTREE_DATA_DIR";
+    /// Seed 001's data root; the store is `$DATA_DIR/structured_memory`.
+    pub const LEGACY_DATA_DIR: &str = "DATA_DIR";
+    /// Content of `root` when a store is created; a literal `\n` is a newline.
+    pub const ROOT_TEMPLATE: &str = "ROOT_TEMPLATE";
+    /// Largest document accepted, in bytes.
+    pub const MAX_DOCUMENT_BYTES: &str = "MEMTREE_MAX_DOCUMENT_BYTES";
+    /// Comma-separated tools to expose under `serve`.
+    pub const TOOLS: &str = "MEMTREE_TOOLS";
+    /// Log filter (tracing `EnvFilter` syntax); logs go to stderr.
+    pub const LOG: &str = "MEMTREE_LOG";
+    /// Test-only crash injection: `journal` or `apply:N`.
+    pub const FAULT: &str = "MEMTREE_FAULT";
+}
+
+/// Options every subcommand shares.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Store folder [env: MEMTREE_DATA_DIR; else $DATA_DIR/structured_memory; else the platform data folder]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Content of `root` when the store is created [env: ROOT_TEMPLATE; default "# Memory\n"]
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub root_template: Option<String>,
+    /// Largest document accepted, in bytes [env: MEMTREE_MAX_DOCUMENT_BYTES; default 1048576]
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_document_bytes: Option<usize>,
+    /// Print data as JSON
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub memory: MemorySettings,
+    pub fault: Option<Fault>,
+    pub json: bool,
+}
+
+impl Settings {
+    pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Settings> {
+        let data_dir = match &args.data_dir {
+            Some(dir) => dir.clone(),
+            None => default_data_dir()?,
+        };
+        let data_dir = std::path::absolute(&data_dir)
+            .with_context(|| format!("invalid data folder {}", data_dir.display()))?;
+        let mut memory = MemorySettings::default();
+        if let Some(template) = args.root_template.clone().or_else(|| var(env::ROOT_TEMPLATE)) {
+            memory.root_template = template.replace("\\n", "\n");
+        }
+        if let Some(max) = args.max_document_bytes {
+            memory.max_document_bytes = max;
+        } else if let Some(raw) = var(env::MAX_DOCUMENT_BYTES) {
+            memory.max_document_bytes =
+                raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::MAX_DOCUMENT_BYTES))?;
+        }
+        let fault = var(env::FAULT)
+            .map(|raw| raw.parse().map_err(anyhow::Error::msg))
+            .transpose()
+            .with_context(|| format!("invalid {}", env::FAULT))?;
+        Ok(Settings { data_dir, memory, fault, json: args.json })
+    }
+}
+
+pub fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn default_data_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = var(env::DATA_DIR) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = var(env::LEGACY_DATA_DIR) {
+        return Ok(PathBuf::from(dir).join("structured_memory"));
+    }
+    dirs::data_dir()
+        .map(|d| d.join("memtree"))
+        .context("no data folder: pass --data-dir or set MEMTREE_DATA_DIR")
+}
