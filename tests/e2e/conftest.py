@@ -8,10 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, RawServer, open_server, run_cli
-
-_MEMTREE_VARS = ("MEMTREE_DATA_DIR", "DATA_DIR", "ROOT_TEMPLATE", "MEMTREE_FAULT", "XDG_DATA_HOME", "RUST_LOG")
-
+from helpers import BIN, MEMTREE_VARS, RawServer, open_server, run_cli
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -39,7 +36,7 @@ def store(tmp_path: Path) -> Path:
 @pytest.fixture
 def base_env(home: Path) -> dict[str, str]:
     """A minimal, sealed environment for every process the suite starts."""
-    env = {k: v for k, v in os.environ.items() if k not in _MEMTREE_VARS and not k.startswith("MEMTREE_")}
+    env = {k: v for k, v in os.environ.items() if k not in MEMTREE_VARS and not k.startswith("MEMTREE_")}
     env["HOME"] = str(home)
     env["RUST_BACKTRACE"] = "0"
     return env

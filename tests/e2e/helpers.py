@@ -32,7 +32,7 @@ BIN = Path(os.environ.get("MEMTREE_BIN") or REPO_ROOT / "target" / "debug" / "me
 
 # Environment variables that change memtree's behaviour; never inherited from
 # the developer's shell so that each test states exactly what it sets.
-_MEMTREE_VARS = ("MEMTREE_DATA_DIR", "DATA_DIR", "ROOT_TEMPLATE", "MEMTREE_FAULT", "XDG_DATA_HOME", "RUST_LOG")
+MEMTREE_VARS = ("MEMTREE_DATA_DIR", "DATA_DIR", "ROOT_TEMPLATE", "MEMTREE_FAULT", "XDG_DATA_HOME", "RUST_LOG")
 
 LIMIT = 1048576
 

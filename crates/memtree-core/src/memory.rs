@@ -254,10 +254,10 @@ impl Memory {
     /// The error for a link from `id` to `link`, an existing document that
     /// is not one of `id`'s children.
     fn cross_tree(&self, id: &DocId, link: &DocId) -> Result<MemoryError, MemoryError> {
-        let reason = if link == id {
-            CrossTreeReason::ItSelf
-        } else if link.is_root() {
+        let reason = if link.is_root() {
             CrossTreeReason::Root
+        } else if link == id {
+            CrossTreeReason::ItSelf
         } else {
             // The error path only: a full view of the tree is affordable here.
             let tree = self.tree_unlocked()?.0;

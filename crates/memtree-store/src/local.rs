@@ -367,3 +367,114 @@ impl std::fmt::Debug for LocalStorage {
         f.debug_struct("LocalStorage").field("root", &self.root).field("meta", &self.meta).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> DocId {
+        DocId::parse(s).unwrap()
+    }
+
+    fn store() -> (tempfile::TempDir, LocalStorage) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = LocalStorage::open(dir.path()).unwrap();
+        (dir, storage)
+    }
+
+    fn commit_journal(storage: &LocalStorage, journal: &Journal) {
+        write_atomic(&storage.temp, &storage.journal, &serde_json::to_vec(journal).unwrap()).unwrap();
+    }
+
+    fn text(storage: &LocalStorage, id_: &str) -> Option<String> {
+        storage.read(&id(id_)).unwrap()
+    }
+
+    #[test]
+    fn a_committed_journal_is_completed_by_recovery() {
+        let (_dir, storage) = store();
+        storage.put(&id("old"), "old text").unwrap();
+        let batch = TrashBatch::new(1, 2, 3);
+        let journal = Journal {
+            label: "update root".into(),
+            ops: vec![
+                JournalOp::Trash { batch: batch.clone(), id: id("old") },
+                JournalOp::Put { id: id("root"), content: "[[new]]".into() },
+                JournalOp::Put { id: id("a/new"), content: "# new\n\n".into() },
+            ],
+        };
+        commit_journal(&storage, &journal);
+        // A crash after the first operation: replaying from the start must
+        // still reach the after-state (every operation is idempotent).
+        storage.move_to_trash(&batch, &id("old")).unwrap();
+        assert!(storage.has_pending_change().unwrap());
+        assert_eq!(storage.recover().unwrap(), Some(Recovery { label: "update root".into(), replayed: 3 }));
+        assert!(!storage.has_pending_change().unwrap());
+        assert_eq!(text(&storage, "old"), None);
+        assert_eq!(text(&storage, "root").as_deref(), Some("[[new]]"));
+        assert_eq!(text(&storage, "a/new").as_deref(), Some("# new\n\n"));
+        let trashed = storage.trash.join(batch.as_str()).join("old.md");
+        assert_eq!(fs::read_to_string(trashed).unwrap(), "old text");
+        assert_eq!(storage.recover().unwrap(), None);
+    }
+
+    #[test]
+    fn an_uncommitted_journal_leaves_the_before_state() {
+        let (_dir, storage) = store();
+        storage.put(&id("root"), "before").unwrap();
+        fs::write(storage.temp.join("journal.uncommitted"), b"{\"label\":").unwrap();
+        assert!(!storage.has_pending_change().unwrap());
+        assert_eq!(storage.recover().unwrap(), None);
+        assert_eq!(text(&storage, "root").as_deref(), Some("before"));
+        assert_eq!(fs::read_dir(&storage.temp).unwrap().count(), 0, "recovery clears temporary files");
+    }
+
+    #[test]
+    fn a_damaged_journal_stops_the_store_instead_of_guessing() {
+        let (_dir, storage) = store();
+        fs::write(&storage.journal, b"not json").unwrap();
+        assert!(matches!(storage.recover(), Err(StorageError::BadJournal { .. })));
+    }
+
+    #[test]
+    fn multi_document_changes_leave_no_journal() {
+        let (_dir, storage) = store();
+        let change = Change {
+            puts: vec![(id("root"), "[[a]]".into()), (id("a"), "# a".into())],
+            deletes: vec![],
+            label: "t".into(),
+        };
+        storage.apply(&change).unwrap();
+        assert!(!storage.has_pending_change().unwrap());
+        assert_eq!(text(&storage, "a").as_deref(), Some("# a"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_never_follow_a_symlinked_folder_out_of_the_store() {
+        let (dir, storage) = store();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).unwrap();
+        let err = storage.put(&id("escape/x"), "x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn faults_parse() {
+        assert_eq!("journal".parse::<Fault>(), Ok(Fault::BeforeJournalCommit));
+        assert_eq!("apply:2".parse::<Fault>(), Ok(Fault::AfterOps(2)));
+        assert!("apply:x".parse::<Fault>().is_err());
+        assert!("boom".parse::<Fault>().is_err());
+    }
+
+    #[test]
+    fn exclusive_lock_excludes_other_descriptors() {
+        let (_dir, storage) = store();
+        let held = storage.lock(LockMode::Exclusive).unwrap();
+        let other = OpenOptions::new().write(true).open(&storage.lock_path).unwrap();
+        assert!(matches!(other.try_lock_shared(), Err(fs::TryLockError::WouldBlock)));
+        drop(held);
+        assert!(other.try_lock().is_ok());
+    }
+}

@@ -1,0 +1,355 @@
+//! Engine behaviour over real backends: every tree rule, pruning,
+//! front-matter, external edits and concurrent writers.
+//!
+//! Stores are written as fixtures: `//- /id.md` headers, each followed by
+//! that document's text.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use memtree_core::{DocId, Memory, MemoryError, MemorySettings, Storage};
+use memtree_store::{InMemoryStorage, LocalStorage};
+
+fn id(s: &str) -> DocId {
+    DocId::parse(s).unwrap()
+}
+
+/// A store on disk filled from a fixture, and an engine over it.
+struct Fixture {
+    dir: tempfile::TempDir,
+    memory: Memory,
+}
+
+impl Fixture {
+    fn new(fixture: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in parse_fixture(fixture) {
+            let file = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        let memory = open(dir.path());
+        Fixture { dir, memory }
+    }
+
+    /// Every file of the store except derived state, for before/after checks.
+    fn files(&self) -> BTreeMap<String, String> {
+        files(self.dir.path())
+    }
+
+    fn read(&self, id_: &str) -> String {
+        self.memory.read_document(&id(id_)).unwrap()
+    }
+
+    fn update(&self, id_: &str, content: &str) -> Result<String, MemoryError> {
+        self.memory.update_document(&id(id_), content).map(|o| o.report())
+    }
+
+    /// Updates, expecting an error: returns its report and checks that
+    /// nothing changed.
+    fn refuse(&self, id_: &str, content: &str) -> String {
+        let before = self.files();
+        let report = self.update(id_, content).unwrap_err().report();
+        assert_eq!(before, self.files(), "a refused update changed the store: {report}");
+        report
+    }
+
+    fn tree(&self) -> String {
+        self.memory.tree().unwrap().render_yaml()
+    }
+}
+
+fn open(dir: &Path) -> Memory {
+    Memory::open(Arc::new(LocalStorage::open(dir).unwrap()), MemorySettings::default()).unwrap()
+}
+
+fn parse_fixture(fixture: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in fixture.trim_start().split_inclusive('\n') {
+        if let Some(path) = line.strip_prefix("//- ") {
+            out.push((path.trim().to_owned(), String::new()));
+        } else {
+            out.last_mut().expect("fixture starts with a //- header").1.push_str(line.trim_start_matches("    "));
+        }
+    }
+    out
+}
+
+fn files(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".memtree" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(rel, String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned());
+            }
+        }
+    }
+    out
+}
+
+const SEED_TREE: &str = "
+//- /root.md
+    # Memory
+    - [[project_overview]]
+    - [[tech_decisions]]
+//- /project_overview.md
+    # Project overview
+    - [[architecture]]
+    - [[dependencies]]
+//- /architecture.md
+    - [[db_schema]]
+    - [[service_layer]]
+//- /db_schema.md
+    # db
+//- /service_layer.md
+    # services
+//- /dependencies.md
+    # deps
+//- /tech_decisions.md
+    # decisions
+";
+
+#[test]
+fn a_new_store_has_root_from_the_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MemorySettings { root_template: "# メモ帳\n".into(), ..MemorySettings::default() };
+    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    assert_eq!(memory.read_document(&DocId::root()).unwrap(), "# メモ帳\n");
+    assert_eq!(memory.tree().unwrap().render_yaml(), "root: []\n");
+    // Reopening does not overwrite root.
+    memory.update_document(&DocId::root(), "# changed\n").unwrap();
+    assert_eq!(open(dir.path()).read_document(&DocId::root()).unwrap(), "# changed\n");
+}
+
+#[test]
+fn links_create_children_in_link_order() {
+    let f = Fixture::new("//- /root.md\n# Memory\n");
+    assert_eq!(f.update("root", "# M\n- [[b]]\n- [[a]]\n- [[b]] again\n").unwrap(), "Succeeded\nCreated: b, a");
+    assert_eq!(f.read("b"), "# b\n\n");
+    assert_eq!(f.update("root", "# M\n- [[b]]\n- [[a]]\n").unwrap(), "Succeeded");
+    assert_eq!(f.update("a", "see [[a1|the first]] and [[projects/silica]]").unwrap(), "Succeeded\nCreated: a1, projects/silica");
+    assert!(f.dir.path().join("projects/silica.md").is_file());
+    assert_eq!(f.tree(), "root:\n  - b\n  - a:\n    - a1\n    - projects/silica\n");
+}
+
+#[test]
+fn seed_tree_renders_as_the_seed_shows() {
+    let f = Fixture::new(SEED_TREE);
+    assert_eq!(
+        f.tree(),
+        "root:\n  - project_overview:\n    - architecture:\n      - db_schema\n      - service_layer\n    \
+         - dependencies\n  - tech_decisions\n"
+    );
+    assert!(f.memory.validate().unwrap().findings.is_empty());
+}
+
+#[test]
+fn every_cross_tree_link_is_refused_with_its_reason() {
+    let f = Fixture::new(SEED_TREE);
+    let cases = [
+        ("tech_decisions", "[[architecture]]", "[[architecture]] is a child of project_overview"),
+        ("dependencies", "[[architecture]]", "[[architecture]] is a child of project_overview"),
+        ("db_schema", "[[service_layer]]", "[[service_layer]] is a child of architecture"),
+        ("db_schema", "[[project_overview]]", "[[project_overview]] is an ancestor of db_schema"),
+        ("architecture", "[[project_overview]]", "[[project_overview]] is an ancestor of architecture"),
+        ("architecture", "[[db_schema]] [[service_layer]] [[architecture]]", "[[architecture]] is the document itself"),
+        ("db_schema", "[[root]]", "[[root]] is the root document"),
+        ("root", "[[project_overview]] [[tech_decisions]] [[root]]", "[[root]] is the root document"),
+        // Merge prevention: a second parent for an existing document.
+        ("tech_decisions", "[[db_schema]]", "[[db_schema]] is a child of architecture"),
+    ];
+    for (doc, content, detail) in cases {
+        assert_eq!(
+            f.refuse(doc, content),
+            format!("Error: content: cross-tree reference not allowed\n{detail}"),
+            "{doc} <- {content}"
+        );
+    }
+}
+
+#[test]
+fn linking_an_orphan_is_refused() {
+    let f = Fixture::new("//- /root.md\n# M\n//- /stray.md\n# stray\n");
+    assert_eq!(
+        f.refuse("root", "[[stray]]"),
+        "Error: content: cross-tree reference not allowed\n[[stray]] exists but no document links it (see `memtree validate`)"
+    );
+}
+
+#[test]
+fn other_bad_input_is_refused_and_changes_nothing() {
+    let f = Fixture::new(SEED_TREE);
+    assert_eq!(f.refuse("nope", "x"), "Error: id: not found");
+    assert_eq!(f.memory.read_document(&id("nope")).unwrap_err().report(), "Error: id: not found");
+    assert!(f.refuse("root", "[[my note]]").starts_with("Error: content: invalid link [[my note]]: invalid character ' '"));
+    assert!(f.refuse("root", "[[../etc/passwd]]").starts_with("Error: content: invalid link [[../etc/passwd]]"));
+    assert_eq!(
+        f.refuse("tech_decisions", "[[Architecture]]"),
+        "Error: content: [[Architecture]] differs only in letter case from existing document architecture"
+    );
+    assert_eq!(
+        f.refuse("tech_decisions", "[[new_one]] [[New_One]]"),
+        "Error: content: [[New_One]] differs only in letter case from existing document new_one"
+    );
+    assert!(f.refuse("root", "---\ntags: [a\n---\n# x\n").starts_with("Error: content: invalid front-matter YAML: "));
+    assert_eq!(
+        f.refuse("root", "---\nscope: team\n---\n# x\n"),
+        "Error: content: front-matter key \"scope\" must be one of global, agent, project, ephemeral"
+    );
+    let huge = "x".repeat((1 << 20) + 1);
+    assert_eq!(f.refuse("root", &huge), "Error: content: too large (1048577 bytes; the limit is 1048576)");
+}
+
+#[test]
+fn removing_a_link_prunes_the_whole_subtree_into_the_trash() {
+    let f = Fixture::new(SEED_TREE);
+    assert_eq!(
+        f.update("root", "# Memory\n- [[tech_decisions]]\n").unwrap(),
+        "Succeeded\nDeleted: project_overview, architecture, db_schema, service_layer, dependencies"
+    );
+    assert_eq!(f.tree(), "root:\n  - tech_decisions\n");
+    let trash = files(&f.dir.path().join(".memtree/trash"));
+    assert_eq!(trash.len(), 5);
+    assert!(trash.iter().any(|(path, text)| path.ends_with("/db_schema.md") && text == "# db\n"));
+    // Linking the id again creates a fresh document, not the pruned one.
+    assert_eq!(f.update("root", "- [[tech_decisions]]\n- [[architecture]]").unwrap(), "Succeeded\nCreated: architecture");
+    assert_eq!(f.read("architecture"), "# architecture\n\n");
+}
+
+#[test]
+fn creating_and_pruning_in_one_update() {
+    let f = Fixture::new(SEED_TREE);
+    assert_eq!(
+        f.update("project_overview", "- [[api_design]]\n- [[dependencies]]").unwrap(),
+        "Succeeded\nCreated: api_design\nDeleted: architecture, db_schema, service_layer"
+    );
+    assert!(f.memory.validate().unwrap().is_healthy());
+}
+
+#[test]
+fn links_in_code_are_text() {
+    let f = Fixture::new("//- /root.md\n# M\n");
+    let content = "Use `[[id]]` to link:\n\n```md\n[[example]]\n```\n\n    [[indented]]\n";
+    assert_eq!(f.update("root", content).unwrap(), "Succeeded");
+    assert_eq!(f.read("root"), content);
+    assert_eq!(f.tree(), "root: []\n");
+}
+
+#[test]
+fn front_matter_is_kept_unless_replaced() {
+    let f = Fixture::new("//- /root.md\n---\n# kept verbatim\ntags: [a]\nx-custom: on\n---\n# Memory\n");
+    assert_eq!(f.update("root", "# Memory v2\n").unwrap(), "Succeeded");
+    assert_eq!(f.read("root"), "---\n# kept verbatim\ntags: [a]\nx-custom: on\n---\n# Memory v2\n");
+    assert_eq!(f.update("root", "---\nscope: global\n---\n# v3\n").unwrap(), "Succeeded");
+    assert_eq!(f.read("root"), "---\nscope: global\n---\n# v3\n");
+    // Links in front-matter are not links.
+    assert_eq!(f.update("root", "---\nsummary: \"[[not_a_child]]\"\n---\n# v4\n").unwrap(), "Succeeded");
+    assert_eq!(f.tree(), "root: []\n");
+}
+
+#[test]
+fn external_edits_are_seen_at_the_next_request() {
+    let f = Fixture::new(SEED_TREE);
+    assert!(f.tree().contains("tech_decisions"));
+    let root = f.dir.path().join("root.md");
+    // Same length, immediately after the last read: only a racy-aware
+    // cache would notice.
+    std::fs::write(&root, "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n").unwrap();
+    std::fs::write(f.dir.path().join("tech_decisionz.md"), "# z\n").unwrap();
+    assert_eq!(f.read("root"), "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n");
+    assert!(f.tree().contains("- tech_decisionz\n"));
+    std::fs::remove_file(f.dir.path().join("dependencies.md")).unwrap();
+    assert!(!f.tree().contains("dependencies"));
+    let report = f.memory.validate().unwrap();
+    let messages: Vec<String> = report.findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "project_overview: links [[dependencies]], which does not exist",
+            "tech_decisions: not reachable from root (orphan)"
+        ]
+    );
+    assert!(!report.is_healthy());
+}
+
+#[test]
+fn validate_reports_unreadable_and_ignored_files() {
+    let f = Fixture::new("//- /root.md\n[[a]] [[b]]\n//- /a.md\n---\nscope: nope\n---\n//- /b.md\n[[bad link]]\n//- /My Note.md\nx\n");
+    std::fs::write(f.dir.path().join("c.md"), b"\xff\xfe").unwrap();
+    let messages: Vec<String> = f.memory.validate().unwrap().findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "My Note.md: file name is not a valid id; ignored",
+            "a: front-matter key \"scope\" must be one of global, agent, project, ephemeral",
+            "b: invalid link [[bad link]]",
+            "c: not valid UTF-8",
+            "c: not reachable from root (orphan)",
+        ]
+    );
+    assert_eq!(f.memory.read_document(&id("c")).unwrap_err().report(), "Error: id: unreadable: not valid UTF-8");
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 8;
+    let links: String = (0..n).map(|i| format!("- [[w{i}]]\n")).collect();
+    open(dir.path()).update_document(&DocId::root(), &links).unwrap();
+    // Two engines on one folder stand for two processes; threads on each.
+    let engines = [Arc::new(open(dir.path())), Arc::new(open(dir.path()))];
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let memory = Arc::clone(&engines[i % 2]);
+            std::thread::spawn(move || {
+                let doc = id(&format!("w{i}"));
+                let mut text = String::new();
+                for k in 0..15 {
+                    text.push_str(&format!("- [[w{i}_{k}]]\n"));
+                    let outcome = memory.update_document(&doc, &text).unwrap();
+                    assert_eq!(outcome.created, [id(&format!("w{i}_{k}"))]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let memory = open(dir.path());
+    let report = memory.validate().unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.documents, 1 + n + n * 15);
+}
+
+#[test]
+fn in_memory_backend_runs_the_same_rules() {
+    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    let root = DocId::root();
+    assert_eq!(memory.update_document(&root, "[[a]] [[b]]").unwrap().report(), "Succeeded\nCreated: a, b");
+    assert_eq!(
+        memory.update_document(&id("a"), "[[b]]").unwrap_err().report(),
+        "Error: content: cross-tree reference not allowed\n[[b]] is a child of root"
+    );
+    assert_eq!(memory.update_document(&root, "[[a]]").unwrap().report(), "Succeeded\nDeleted: b");
+    assert_eq!(memory.status().unwrap().trash, 1);
+}
+
+#[test]
+fn status_counts_documents_and_bytes() {
+    let f = Fixture::new(SEED_TREE);
+    let status = f.memory.status().unwrap();
+    assert_eq!(status.documents, 7);
+    assert_eq!(status.total_bytes, f.files().values().map(|t| t.len() as u64).sum::<u64>());
+    assert_eq!(status.largest[0], (id("project_overview"), 57));
+    let storage: &dyn Storage = &LocalStorage::open(f.dir.path()).unwrap();
+    assert_eq!(status.location, storage.location());
+}
