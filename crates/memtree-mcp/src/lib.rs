@@ -5,6 +5,7 @@
 //! tool result with `isError` set carrying the spec's `Error: …` text (so
 //! the agent reads it); malformed arguments are protocol errors.
 
+mod arguments;
 mod server;
 
 pub use server::{MemtreeServer, TOOL_NAMES, UnknownTool};

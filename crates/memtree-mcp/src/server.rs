@@ -5,8 +5,15 @@ use std::sync::Arc;
 use memtree_core::{Memory, MemoryError, parse_id_argument};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+
+use crate::arguments;
 
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &["read_document", "update_document", "get_document_tree"];
@@ -122,6 +129,19 @@ impl MemtreeServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemtreeServer {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(tool) = self.tool_router.get(&request.name) {
+            if let Err(text) = arguments::check(tool, request.arguments.as_ref()) {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+            }
+        }
+        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("memtree", env!("CARGO_PKG_VERSION")))

@@ -1,0 +1,101 @@
+//! Checks a tool call's arguments against the tool's input schema before
+//! dispatch, so that a wrong argument gets the spec's `Error: <argument>:
+//! <what is wrong>` text (as a tool error the agent can correct, which is
+//! what MCP 2025-11-25 asks for input validation) instead of a serde message.
+//!
+//! Tool inputs here are flat objects of strings, so the check covers what
+//! such a schema can say: known names, required names, JSON types.
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::Value;
+
+/// The spec-form error for the first problem in `arguments`, if any.
+pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> {
+    let schema = &tool.input_schema;
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let known = || properties.map(|p| p.keys().cloned().collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let empty = JsonObject::new();
+    let arguments = arguments.unwrap_or(&empty);
+    for (name, value) in arguments {
+        let Some(property) = properties.and_then(|p| p.get(name)) else {
+            let expected = match known() {
+                k if k.is_empty() => "this tool takes no arguments".to_owned(),
+                k => format!("expected one of: {k}"),
+            };
+            return Err(format!("Error: {}: unknown argument ({expected})", printable(name)));
+        };
+        if let Some(types) = property.get("type") {
+            let allowed: Vec<&str> = match types {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                _ => vec![],
+            };
+            if !allowed.is_empty() && !allowed.contains(&json_type(value)) {
+                let wanted = allowed.iter().filter(|t| **t != "null").copied().collect::<Vec<_>>().join(" or ");
+                return Err(format!("Error: {name}: expected {wanted}, got {}", json_type(value)));
+            }
+        }
+    }
+    for required in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(name) = required.as_str().filter(|n| !arguments.contains_key(*n)) {
+            return Err(format!("Error: {name}: missing (required)"));
+        }
+    }
+    Ok(())
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// An argument name as it can be shown: at most 64 characters, no controls.
+fn printable(name: &str) -> String {
+    name.chars().filter(|c| !c.is_control()).take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn tool() -> Tool {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "id": { "type": ["string", "null"] }, "content": { "type": "string" } },
+            "required": ["content"],
+        });
+        Tool::new("t", "d", Arc::new(schema.as_object().unwrap().clone()))
+    }
+
+    fn check_json(args: Value) -> Result<(), String> {
+        check(&tool(), args.as_object())
+    }
+
+    #[test]
+    fn accepts_what_the_schema_allows() {
+        assert_eq!(check_json(serde_json::json!({ "content": "x" })), Ok(()));
+        assert_eq!(check_json(serde_json::json!({ "id": null, "content": "x" })), Ok(()));
+    }
+
+    #[test]
+    fn names_the_argument_that_is_wrong() {
+        let cases = [
+            (serde_json::json!({ "content": "x", "bogus": 1 }), "Error: bogus: unknown argument (expected one of: content, id)"),
+            (serde_json::json!({ "content": 5 }), "Error: content: expected string, got integer"),
+            (serde_json::json!({ "id": ["a"], "content": "x" }), "Error: id: expected string, got array"),
+            (serde_json::json!({ "id": "a" }), "Error: content: missing (required)"),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(check_json(args.clone()), Err(expected.to_owned()), "{args}");
+        }
+    }
+}
