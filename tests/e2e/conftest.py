@@ -46,8 +46,9 @@ def base_env(home: Path) -> dict[str, str]:
 def serve(store: Path, base_env: dict[str, str]):
     """`async with serve() as m:` starts a server on the test's store."""
 
-    def _open(*, store_dir: Path | None = store, args: Iterable[str] = (), env: Mapping[str, str] | None = None):
-        return open_server(store_dir, base_env, args=args, env=env)
+    def _open(*, store_dir: Path | None = store, args: Iterable[str] = (), env: Mapping[str, str] | None = None,
+              lifecycle: str = "initialize"):
+        return open_server(store_dir, base_env, args=args, env=env, lifecycle=lifecycle)
 
     return _open
 

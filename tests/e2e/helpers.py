@@ -128,8 +128,13 @@ async def open_server(
     args: Iterable[str] = (),
     env: Mapping[str, str] | None = None,
     stderr_path: Path | None = None,
+    lifecycle: str = "initialize",
 ) -> AsyncIterator[Mcp]:
-    """Start `memtree serve` and initialize an MCP session (protocol 2025-11-25).
+    """Start `memtree serve` and open an MCP session.
+
+    `lifecycle="initialize"` negotiates protocol 2025-11-25 with `initialize`;
+    `lifecycle="discover"` uses the 2026-07-28 `server/discover` (no handshake,
+    the SDK stamps `_meta` on every request).
 
     `store=None` omits `--data-dir` (for data dir resolution tests). The
     SDK passes only a whitelist of variables to the child, so the full sealed
@@ -147,10 +152,23 @@ async def open_server(
     if stderr_path is None:
         stderr_path = Path(full_env["HOME"]).parent / f"serve-{_serve_counter}.stderr"
     with open(stderr_path, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=30) as session:
-                init = await session.initialize()
-                yield Mcp(session, init)
+        try:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=30) as session:
+                    if lifecycle == "discover":
+                        init = await session.discover()
+                    else:
+                        init = await session.initialize()
+                    yield Mcp(session, init)
+        except BaseExceptionGroup as group:
+            # The SDK's task groups wrap a failing assertion in the test body;
+            # unwrap a lone exception so pytest reports it plainly.
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                leaf = leaf.exceptions[0]
+            if leaf is group:
+                raise
+            raise leaf from None
 
 
 # --------------------------------------------------------------------------
@@ -303,7 +321,8 @@ class RawServer:
         return self.request("tools/call", params)
 
     def stderr(self) -> str:
-        self._errf.flush()
+        if not self._errf.closed:
+            self._errf.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def close(self, timeout: float = 10) -> int:

@@ -108,7 +108,6 @@ async def test_document_created_by_link_has_no_front_matter(serve):
         "---\nsummary: [unclosed\n---\nbody\n",
         "---\nkey: value\n  bad indent: x\n---\nbody\n",
         "---\n: : :\n\t- tab\n---\nbody\n",
-        "---\n- a list\n- not a mapping\n---\nbody\n",
     ],
 )
 async def test_invalid_yaml_rejected_and_nothing_written(serve, store, bad):
@@ -123,6 +122,14 @@ async def test_invalid_yaml_rejected_and_nothing_written(serve, store, bad):
         assert r2.error and r2.text.startswith("Error: content: invalid front-matter YAML: "), r2.text
         assert snapshot(store) == before
         assert await m.read() == ok(FM + "[[kid]]")
+
+
+async def test_front_matter_that_is_not_a_mapping_rejected(serve, store):
+    async with serve() as m:
+        before = snapshot(store)
+        r = await m.update("---\n- a list\n- not a mapping\n---\nbody\n")
+        assert r.error and r.text.startswith("Error: content: ") and "front-matter" in r.text, r.text
+        assert snapshot(store) == before
 
 
 async def test_invalid_yaml_with_new_link_creates_nothing(serve, store):
@@ -153,3 +160,34 @@ async def test_known_key_with_bad_value_rejected(serve, store, key, value):
         assert r.text.startswith(f'Error: content: front-matter key "{key}" must be '), r.text
         assert snapshot(store) == before
         assert await m.read() == ok("# Memory\n")
+
+
+async def test_links_inside_front_matter_are_not_links(serve, store):
+    async with serve() as m:
+        assert await m.update("---\nsummary: see [[not_a_child]]\n---\n[[real]]\n") == ok(
+            "Succeeded\nCreated: real"
+        )
+        assert await m.read("not_a_child") == NOT_FOUND
+    assert sorted(docs(store)) == ["real", "root"]
+
+
+async def test_crlf_front_matter_is_recognised_and_kept(serve):
+    block = "---\r\nsummary: crlf\r\n---\r\n"
+    async with serve() as m:
+        assert await m.update(block + "[[a]]\r\n") == ok("Succeeded\nCreated: a")
+        assert await m.update("body only\r\n") == ok("Succeeded\nDeleted: a")
+        assert await m.read() == ok(block + "body only\r\n")
+
+
+async def test_empty_content_keeps_front_matter(serve):
+    async with serve() as m:
+        await m.put(None, FM + "[[kid]]")
+        assert await m.update("") == ok("Succeeded\nDeleted: kid")
+        assert await m.read() == ok(FM)
+
+
+async def test_empty_content_without_front_matter(serve, store):
+    async with serve() as m:
+        assert await m.update("") == SUCCEEDED
+        assert await m.read() == ok("")
+    assert (store / "root.md").read_bytes() == b""

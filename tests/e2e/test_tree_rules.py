@@ -305,3 +305,69 @@ async def test_case_collision_with_existing_document(serve, store):
         )
         assert snapshot(store) == before
         assert await m.read("Foo") == NOT_FOUND
+
+
+async def test_links_inside_other_markdown_constructs_are_links(serve):
+    content = (
+        "# Heading [[h]]\n"
+        "\n"
+        "> quoted [[q]]\n"
+        "\n"
+        "- **bold [[bold]]** and _[[em|emphasised]]_\n"
+        "\n"
+        "| col |\n"
+        "|-----|\n"
+        "| [[cell]] |\n"
+    )
+    async with serve() as m:
+        assert await m.update(content) == ok("Succeeded\nCreated: h, q, bold, em, cell")
+        assert await m.tree() == ok("root:\n  - h\n  - q\n  - bold\n  - em\n  - cell\n")
+
+
+async def test_escaped_link_is_text(serve, store):
+    async with serve() as m:
+        assert await m.update("[[a]] and \\[[not_a_link]]") == ok("Succeeded\nCreated: a")
+        assert await m.read("not_a_link") == NOT_FOUND
+    assert sorted(docs(store)) == ["a", "root"]
+
+
+async def test_link_to_orphan_file_is_rejected(serve, store):
+    """A document that exists on disk but has no parent is not a new id: linking it is refused."""
+    async with serve() as m:
+        await m.put(None, "[[a]]")
+        (store / "stray.md").write_text("# stray\n")
+        before = snapshot(store)
+        r = await m.update("[[a]] [[stray]]")
+        assert r.error
+        first, _, detail = r.text.partition("\n")
+        assert first == "Error: content: cross-tree reference not allowed"
+        assert detail.startswith("[[stray]] "), r.text
+        assert snapshot(store) == before
+
+
+async def test_mixed_case_ids_are_kept(serve, store):
+    async with serve() as m:
+        assert await m.update("[[CamelCase]] [[UPPER/Sub_1]]") == ok("Succeeded\nCreated: CamelCase, UPPER/Sub_1")
+        assert await m.read("CamelCase") == ok("# CamelCase\n\n")
+        assert await m.read("camelcase") == NOT_FOUND
+    assert (store / "CamelCase.md").exists()
+    assert (store / "UPPER" / "Sub_1.md").exists()
+
+
+async def test_case_collision_with_root(serve, store):
+    async with serve() as m:
+        before = snapshot(store)
+        r = await m.update("[[Root]]")
+        assert r in (
+            err("Error: content: [[Root]] differs only in letter case from existing document root"),
+            cross_tree("[[Root]] is the root document"),
+        )
+        assert snapshot(store) == before
+
+
+async def test_pruned_documents_keep_front_matter_in_trash(serve, store):
+    fm_doc = "---\nsummary: keep me\ntags: [x]\n---\n# K\n"
+    async with serve() as m:
+        await m.build([(None, "[[k]]"), ("k", fm_doc)])
+        assert await m.update("gone") == ok("Succeeded\nDeleted: k")
+    assert list(trash_batches(store).values()) == [{"k.md": fm_doc.encode()}]

@@ -110,22 +110,16 @@ impl Memory {
     /// Opens a store: completes any interrupted change and creates `root`
     /// when it is missing.
     pub fn open(storage: Arc<dyn Storage>, settings: MemorySettings) -> Result<Memory, MemoryError> {
-        let recovered;
-        {
+        let recovered = {
             let _lock = storage.lock(LockMode::Exclusive)?;
-            recovered = storage.recover()?;
-            if let Some(r) = &recovered {
-                tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
-            }
-            if storage.stamp(&DocId::root())?.is_none() {
-                storage.apply(&Change {
-                    puts: vec![(DocId::root(), settings.root_template.clone())],
-                    deletes: vec![],
-                    label: "create root".to_owned(),
-                })?;
-            }
+            storage.recover()?
+        };
+        if let Some(r) = &recovered {
+            tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
         }
-        Ok(Memory { storage, settings, writer: Mutex::new(()), cache: Mutex::default(), recovered })
+        let memory = Memory { storage, settings, writer: Mutex::new(()), cache: Mutex::default(), recovered };
+        memory.restore_invariants()?;
+        Ok(memory)
     }
 
     pub fn settings(&self) -> &MemorySettings {
@@ -134,7 +128,7 @@ impl Memory {
 
     /// The document's Markdown as stored.
     pub fn read_document(&self, id: &DocId) -> Result<String, MemoryError> {
-        self.finish_interrupted_change()?;
+        self.restore_invariants()?;
         self.read_existing(id)
     }
 
@@ -208,7 +202,7 @@ impl Memory {
     }
 
     pub fn status(&self) -> Result<StoreStatus, MemoryError> {
-        self.finish_interrupted_change()?;
+        self.restore_invariants()?;
         let listing = self.storage.list()?;
         let mut sizes: Vec<(DocId, u64)> = listing.docs.iter().map(|(id, s)| (id.clone(), s.len)).collect();
         sizes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -232,21 +226,33 @@ impl Memory {
         }
     }
 
-    /// Takes the store lock, first completing a change that a crashed
-    /// process left half-applied, so no one sees a half-applied tree.
+    /// Takes the store lock, first restoring what another process or
+    /// program may have broken, so no one sees a half-applied tree.
     fn lock(&self, mode: LockMode) -> Result<StoreLock, MemoryError> {
-        self.finish_interrupted_change()?;
+        self.restore_invariants()?;
         Ok(self.storage.lock(mode)?)
     }
 
-    fn finish_interrupted_change(&self) -> Result<(), MemoryError> {
-        if self.storage.has_pending_change()? {
-            // A live writer holds the lock while its journal exists: waiting
-            // for the lock waits for it; a dead one left the work to us.
-            let _lock = self.storage.lock(LockMode::Exclusive)?;
-            if let Some(r) = self.storage.recover()? {
-                tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
-            }
+    /// Completes a change that a crashed process left half-applied, and
+    /// recreates `root` if something deleted it. Two stats when all is well.
+    fn restore_invariants(&self) -> Result<(), MemoryError> {
+        let pending = self.storage.has_pending_change()?;
+        if !pending && self.storage.stamp(&DocId::root())?.is_some() {
+            return Ok(());
+        }
+        // A live writer holds the lock while its journal exists: waiting for
+        // the lock waits for it; a dead one left the work to us.
+        let _lock = self.storage.lock(LockMode::Exclusive)?;
+        if let Some(r) = self.storage.recover()? {
+            tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
+        }
+        if self.storage.stamp(&DocId::root())?.is_none() {
+            tracing::info!("creating root from the template");
+            self.storage.apply(&Change {
+                puts: vec![(DocId::root(), self.settings.root_template.clone())],
+                deletes: vec![],
+                label: "create root".to_owned(),
+            })?;
         }
         Ok(())
     }

@@ -268,6 +268,10 @@ fn external_edits_are_seen_at_the_next_request() {
     assert_eq!(f.read("root"), "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n");
     assert!(f.tree().contains("- tech_decisionz\n"));
     std::fs::remove_file(f.dir.path().join("dependencies.md")).unwrap();
+    // root always exists: deleted outside, it comes back from the template.
+    std::fs::remove_file(&root).unwrap();
+    assert_eq!(f.read("root"), "# Memory\n");
+    std::fs::write(&root, "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n").unwrap();
     assert!(!f.tree().contains("dependencies"));
     let report = f.memory.validate().unwrap();
     let messages: Vec<String> = report.findings.iter().map(ToString::to_string).collect();
