@@ -54,9 +54,8 @@ impl DocId {
             if segment.is_empty() {
                 return Err(IdError::EmptySegment);
             }
-            if let Some(found) = segment
-                .chars()
-                .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+            if let Some(found) =
+                segment.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
             {
                 return Err(IdError::InvalidChar { found });
             }

@@ -96,8 +96,8 @@ impl FrontMatter {
         if yaml.trim().is_empty() {
             return Ok(FrontMatter::default());
         }
-        let value: Value = yaml_serde::from_str(yaml)
-            .map_err(|e| FrontMatterError::InvalidYaml(e.to_string()))?;
+        let value: Value =
+            yaml_serde::from_str(yaml).map_err(|e| FrontMatterError::InvalidYaml(e.to_string()))?;
         let map = match value {
             Value::Mapping(map) => map,
             Value::Null => return Ok(FrontMatter::default()),
@@ -236,7 +236,8 @@ mod tests {
 
     #[test]
     fn rejects_invalid_yaml_and_invalid_values() {
-        let cases: &[(&str, fn(&FrontMatterError) -> bool)] = &[
+        type IsExpected = fn(&FrontMatterError) -> bool;
+        let cases: &[(&str, IsExpected)] = &[
             ("tags: [a, b\n", |e| matches!(e, FrontMatterError::InvalidYaml(_))),
             ("key: : :\n  - x\n", |e| matches!(e, FrontMatterError::InvalidYaml(_))),
             ("- a\n- b\n", |e| *e == FrontMatterError::NotAMapping),
@@ -247,7 +248,9 @@ mod tests {
             ("confidence: 1\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "confidence", .. })),
             ("expires: soon\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "expires", .. })),
             ("summary: {a: 1}\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "summary", .. })),
-            ("summary: \"two\\nlines\"\n", |e| matches!(e, FrontMatterError::InvalidKey { key: "summary", .. })),
+            ("summary: \"two\\nlines\"\n", |e| {
+                matches!(e, FrontMatterError::InvalidKey { key: "summary", .. })
+            }),
         ];
         for (yaml, is_expected) in cases {
             let err = FrontMatter::parse(yaml).unwrap_err();

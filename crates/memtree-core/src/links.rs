@@ -27,8 +27,7 @@ pub fn parse_links(body: &str) -> Links {
     let mut links = Links::default();
     let mut seen = std::collections::HashSet::new();
     for event in Parser::new_ext(body, Options::ENABLE_WIKILINKS) {
-        let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event
-        else {
+        let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event else {
             continue;
         };
         match DocId::parse(&dest_url) {

@@ -330,7 +330,10 @@ impl Memory {
                 findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
             }
             findings.extend(
-                doc.links.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+                doc.links
+                    .invalid
+                    .iter()
+                    .map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
             );
             links.insert(id.clone(), doc.links.ids.clone());
             live.insert(id);

@@ -233,7 +233,8 @@ impl Tree {
         let mut stack = vec![start];
         while let Some(id) = stack.pop() {
             if seen.insert(id) {
-                stack.extend(self.links.get(id).into_iter().flatten().filter(|c| self.links.contains_key(*c)));
+                stack
+                    .extend(self.links.get(id).into_iter().flatten().filter(|c| self.links.contains_key(*c)));
             }
         }
         seen

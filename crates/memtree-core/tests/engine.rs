@@ -70,7 +70,10 @@ fn parse_fixture(fixture: &str) -> Vec<(String, String)> {
         if let Some(path) = line.strip_prefix("//- ") {
             out.push((path.trim().to_owned(), String::new()));
         } else {
-            out.last_mut().expect("fixture starts with a //- header").1.push_str(line.trim_start_matches("    "));
+            out.last_mut()
+                .expect("fixture starts with a //- header")
+                .1
+                .push_str(line.trim_start_matches("    "));
         }
     }
     out
@@ -133,10 +136,16 @@ fn a_new_store_has_root_from_the_template() {
 #[test]
 fn links_create_children_in_link_order() {
     let f = Fixture::new("//- /root.md\n# Memory\n");
-    assert_eq!(f.update("root", "# M\n- [[b]]\n- [[a]]\n- [[b]] again\n").unwrap(), "Succeeded\nCreated: b, a");
+    assert_eq!(
+        f.update("root", "# M\n- [[b]]\n- [[a]]\n- [[b]] again\n").unwrap(),
+        "Succeeded\nCreated: b, a"
+    );
     assert_eq!(f.read("b"), "# b\n\n");
     assert_eq!(f.update("root", "# M\n- [[b]]\n- [[a]]\n").unwrap(), "Succeeded");
-    assert_eq!(f.update("a", "see [[a1|the first]] and [[projects/silica]]").unwrap(), "Succeeded\nCreated: a1, projects/silica");
+    assert_eq!(
+        f.update("a", "see [[a1|the first]] and [[projects/silica]]").unwrap(),
+        "Succeeded\nCreated: a1, projects/silica"
+    );
     assert!(f.dir.path().join("projects/silica.md").is_file());
     assert_eq!(f.tree(), "root:\n  - b\n  - a:\n    - a1\n    - projects/silica\n");
 }
@@ -161,7 +170,11 @@ fn every_cross_tree_link_is_refused_with_its_reason() {
         ("db_schema", "[[service_layer]]", "[[service_layer]] is a child of architecture"),
         ("db_schema", "[[project_overview]]", "[[project_overview]] is an ancestor of db_schema"),
         ("architecture", "[[project_overview]]", "[[project_overview]] is an ancestor of architecture"),
-        ("architecture", "[[db_schema]] [[service_layer]] [[architecture]]", "[[architecture]] is the document itself"),
+        (
+            "architecture",
+            "[[db_schema]] [[service_layer]] [[architecture]]",
+            "[[architecture]] is the document itself",
+        ),
         ("db_schema", "[[root]]", "[[root]] is the root document"),
         ("root", "[[project_overview]] [[tech_decisions]] [[root]]", "[[root]] is the root document"),
         // Merge prevention: a second parent for an existing document.
@@ -190,8 +203,13 @@ fn other_bad_input_is_refused_and_changes_nothing() {
     let f = Fixture::new(SEED_TREE);
     assert_eq!(f.refuse("nope", "x"), "Error: id: not found");
     assert_eq!(f.memory.read_document(&id("nope")).unwrap_err().report(), "Error: id: not found");
-    assert!(f.refuse("root", "[[my note]]").starts_with("Error: content: invalid link [[my note]]: invalid character ' '"));
-    assert!(f.refuse("root", "[[../etc/passwd]]").starts_with("Error: content: invalid link [[../etc/passwd]]"));
+    assert!(
+        f.refuse("root", "[[my note]]")
+            .starts_with("Error: content: invalid link [[my note]]: invalid character ' '")
+    );
+    assert!(
+        f.refuse("root", "[[../etc/passwd]]").starts_with("Error: content: invalid link [[../etc/passwd]]")
+    );
     assert_eq!(
         f.refuse("tech_decisions", "[[Architecture]]"),
         "Error: content: [[Architecture]] differs only in letter case from existing document architecture"
@@ -200,7 +218,10 @@ fn other_bad_input_is_refused_and_changes_nothing() {
         f.refuse("tech_decisions", "[[new_one]] [[New_One]]"),
         "Error: content: [[New_One]] differs only in letter case from existing document new_one"
     );
-    assert!(f.refuse("root", "---\ntags: [a\n---\n# x\n").starts_with("Error: content: invalid front-matter YAML: "));
+    assert!(
+        f.refuse("root", "---\ntags: [a\n---\n# x\n")
+            .starts_with("Error: content: invalid front-matter YAML: ")
+    );
     assert_eq!(
         f.refuse("root", "---\nscope: team\n---\n# x\n"),
         "Error: content: front-matter key \"scope\" must be one of global, agent, project, ephemeral"
@@ -221,7 +242,10 @@ fn removing_a_link_prunes_the_whole_subtree_into_the_trash() {
     assert_eq!(trash.len(), 5);
     assert!(trash.iter().any(|(path, text)| path.ends_with("/db_schema.md") && text == "# db\n"));
     // Linking the id again creates a fresh document, not the pruned one.
-    assert_eq!(f.update("root", "- [[tech_decisions]]\n- [[architecture]]").unwrap(), "Succeeded\nCreated: architecture");
+    assert_eq!(
+        f.update("root", "- [[tech_decisions]]\n- [[architecture]]").unwrap(),
+        "Succeeded\nCreated: architecture"
+    );
     assert_eq!(f.read("architecture"), "# architecture\n\n");
 }
 
@@ -287,9 +311,12 @@ fn external_edits_are_seen_at_the_next_request() {
 
 #[test]
 fn validate_reports_unreadable_and_ignored_files() {
-    let f = Fixture::new("//- /root.md\n[[a]] [[b]]\n//- /a.md\n---\nscope: nope\n---\n//- /b.md\n[[bad link]]\n//- /My Note.md\nx\n");
+    let f = Fixture::new(
+        "//- /root.md\n[[a]] [[b]]\n//- /a.md\n---\nscope: nope\n---\n//- /b.md\n[[bad link]]\n//- /My Note.md\nx\n",
+    );
     std::fs::write(f.dir.path().join("c.md"), b"\xff\xfe").unwrap();
-    let messages: Vec<String> = f.memory.validate().unwrap().findings.iter().map(ToString::to_string).collect();
+    let messages: Vec<String> =
+        f.memory.validate().unwrap().findings.iter().map(ToString::to_string).collect();
     assert_eq!(
         messages,
         [
@@ -300,7 +327,10 @@ fn validate_reports_unreadable_and_ignored_files() {
             "c: not reachable from root (orphan)",
         ]
     );
-    assert_eq!(f.memory.read_document(&id("c")).unwrap_err().report(), "Error: id: unreadable: not valid UTF-8");
+    assert_eq!(
+        f.memory.read_document(&id("c")).unwrap_err().report(),
+        "Error: id: unreadable: not valid UTF-8"
+    );
 }
 
 #[test]

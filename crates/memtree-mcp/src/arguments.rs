@@ -31,7 +31,8 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
                 _ => vec![],
             };
             if !allowed.is_empty() && !allowed.contains(&json_type(value)) {
-                let wanted = allowed.iter().filter(|t| **t != "null").copied().collect::<Vec<_>>().join(" or ");
+                let wanted =
+                    allowed.iter().filter(|t| **t != "null").copied().collect::<Vec<_>>().join(" or ");
                 return Err(format!("Error: {name}: expected {wanted}, got {}", json_type(value)));
             }
         }
@@ -89,7 +90,10 @@ mod tests {
     #[test]
     fn names_the_argument_that_is_wrong() {
         let cases = [
-            (serde_json::json!({ "content": "x", "bogus": 1 }), "Error: bogus: unknown argument (expected one of: content, id)"),
+            (
+                serde_json::json!({ "content": "x", "bogus": 1 }),
+                "Error: bogus: unknown argument (expected one of: content, id)",
+            ),
             (serde_json::json!({ "content": 5 }), "Error: content: expected string, got integer"),
             (serde_json::json!({ "id": ["a"], "content": "x" }), "Error: id: expected string, got array"),
             (serde_json::json!({ "id": "a" }), "Error: content: missing (required)"),

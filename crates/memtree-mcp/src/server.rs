@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use memtree_core::{Memory, MemoryError, parse_id_argument};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
@@ -105,11 +105,9 @@ impl MemtreeServer {
         self.run(move |m| m.read_document(&parse_id_argument("id", args.id.as_deref())?)).await
     }
 
-    #[tool(
-        description = "Replace a document's whole content. A new [[id]] link creates that child; \
+    #[tool(description = "Replace a document's whole content. A new [[id]] link creates that child; \
                        a removed link deletes the child and its subtree. Link only this document's \
-                       children or new ids."
-    )]
+                       children or new ids.")]
     async fn update_document(
         &self,
         Parameters(args): Parameters<UpdateDocumentArgs>,
@@ -122,7 +120,10 @@ impl MemtreeServer {
     }
 
     #[tool(description = "The document tree as YAML.")]
-    async fn get_document_tree(&self, Parameters(_): Parameters<NoArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn get_document_tree(
+        &self,
+        Parameters(_): Parameters<NoArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
         self.run(|m| Ok(m.tree()?.render_yaml())).await
     }
 }
@@ -134,10 +135,10 @@ impl ServerHandler for MemtreeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(tool) = self.tool_router.get(&request.name) {
-            if let Err(text) = arguments::check(tool, request.arguments.as_ref()) {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-            }
+        if let Some(tool) = self.tool_router.get(&request.name)
+            && let Err(text) = arguments::check(tool, request.arguments.as_ref())
+        {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
         self.tool_router.call(ToolCallContext::new(self, request, context)).await
     }

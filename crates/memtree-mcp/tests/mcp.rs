@@ -6,9 +6,9 @@ use std::sync::Arc;
 use memtree_core::{Memory, MemorySettings};
 use memtree_mcp::{MemtreeServer, TOOL_NAMES};
 use memtree_store::InMemoryStorage;
+use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::ServiceExt as _;
 
 async fn connect(tools: Option<&[String]>) -> RunningService<RoleClient, ()> {
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
@@ -21,7 +21,11 @@ async fn connect(tools: Option<&[String]>) -> RunningService<RoleClient, ()> {
     ().serve(client_io).await.unwrap()
 }
 
-async fn call(client: &RunningService<RoleClient, ()>, tool: &'static str, args: serde_json::Value) -> CallToolResult {
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &'static str,
+    args: serde_json::Value,
+) -> CallToolResult {
     let args = args.as_object().unwrap().clone();
     client.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await.unwrap()
 }
@@ -69,10 +73,18 @@ async fn tools_answer_with_the_spec_strings() {
 async fn malformed_arguments_get_spec_form_errors() {
     let client = connect(None).await;
     let cases = [
-        ("read_document", serde_json::json!({ "id": "root", "bogus": 1 }), "Error: bogus: unknown argument (expected one of: id)"),
+        (
+            "read_document",
+            serde_json::json!({ "id": "root", "bogus": 1 }),
+            "Error: bogus: unknown argument (expected one of: id)",
+        ),
         ("read_document", serde_json::json!({ "id": 5 }), "Error: id: expected string, got integer"),
         ("update_document", serde_json::json!({ "id": "root" }), "Error: content: missing (required)"),
-        ("get_document_tree", serde_json::json!({ "x": 1 }), "Error: x: unknown argument (this tool takes no arguments)"),
+        (
+            "get_document_tree",
+            serde_json::json!({ "x": 1 }),
+            "Error: x: unknown argument (this tool takes no arguments)",
+        ),
     ];
     for (tool, args, expected) in cases {
         let r = call(&client, tool, args).await;

@@ -20,11 +20,8 @@ pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::
 /// made in `temp_dir`, which must be on the same file system.
 pub(crate) fn write_atomic(temp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
     let temp = temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .map_err(io_error("create", &temp))?;
+    let mut file =
+        OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io_error("create", &temp))?;
     file.write_all(bytes).map_err(io_error("write", &temp))?;
     file.sync_data().map_err(io_error("fsync", &temp))?;
     drop(file);

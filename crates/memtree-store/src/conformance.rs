@@ -39,7 +39,10 @@ fn conformance(storage: &dyn Storage) {
     assert_eq!(storage.trash_len().unwrap(), 1, "deleted documents go to the trash");
 
     assert_eq!(storage.find_folded(&id("B")).unwrap(), Some(id("b")));
-    assert_eq!(storage.find_folded(&id("Projects/Silica")).unwrap().map(|i| i.folded()), Some("projects/silica".into()));
+    assert_eq!(
+        storage.find_folded(&id("Projects/Silica")).unwrap().map(|i| i.folded()),
+        Some("projects/silica".into())
+    );
     assert_eq!(storage.find_folded(&id("c")).unwrap(), None);
 
     storage.apply(&change(&[], &["projects/silica", "b"])).unwrap();

@@ -190,9 +190,9 @@ impl Storage for LocalStorage {
     fn read(&self, id: &DocId) -> Result<Option<String>, StorageError> {
         let path = self.doc_path(id);
         match fs::read(&path) {
-            Ok(bytes) => String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| StorageError::InvalidUtf8 { id: id.clone() }),
+            Ok(bytes) => {
+                String::from_utf8(bytes).map(Some).map_err(|_| StorageError::InvalidUtf8 { id: id.clone() })
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_error("read", &path)(e)),
         }
@@ -217,7 +217,8 @@ impl Storage for LocalStorage {
         let mut actual: Vec<String> = Vec::new();
         let mut differs = false;
         for (i, segment) in segments.iter().enumerate() {
-            let wanted = if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
+            let wanted =
+                if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
             let entries = match fs::read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => break,
@@ -284,9 +285,17 @@ impl Storage for LocalStorage {
             return self.put(id, content);
         }
         let batch = self.new_batch();
-        let mut ops: Vec<JournalOp> =
-            change.deletes.iter().map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() }).collect();
-        ops.extend(change.puts.iter().map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }));
+        let mut ops: Vec<JournalOp> = change
+            .deletes
+            .iter()
+            .map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() })
+            .collect();
+        ops.extend(
+            change
+                .puts
+                .iter()
+                .map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
+        );
         for id in change.puts.iter().map(|(id, _)| id) {
             self.check_real_folders(id)?;
         }

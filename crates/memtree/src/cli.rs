@@ -58,14 +58,15 @@ impl From<anyhow::Error> for Failure {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let outcome = Settings::resolve(&cli.global).map_err(Failure::from).and_then(|settings| match cli.command {
-        Command::Serve(args) => commands::serve::run(&settings, args),
-        Command::Read(args) => commands::read::run(&settings, args),
-        Command::Write(args) => commands::write::run(&settings, args),
-        Command::Tree => commands::tree::run(&settings),
-        Command::Validate => commands::validate::run(&settings),
-        Command::Status => commands::status::run(&settings),
-    });
+    let outcome =
+        Settings::resolve(&cli.global).map_err(Failure::from).and_then(|settings| match cli.command {
+            Command::Serve(args) => commands::serve::run(&settings, args),
+            Command::Read(args) => commands::read::run(&settings, args),
+            Command::Write(args) => commands::write::run(&settings, args),
+            Command::Tree => commands::tree::run(&settings),
+            Command::Validate => commands::validate::run(&settings),
+            Command::Status => commands::status::run(&settings),
+        });
     match outcome {
         Ok(code) => code,
         Err(Failure::User(message)) => {

@@ -65,8 +65,9 @@ impl Settings {
         if let Some(max) = args.max_document_bytes {
             memory.max_document_bytes = max;
         } else if let Some(raw) = var(env::MAX_DOCUMENT_BYTES) {
-            memory.max_document_bytes =
-                raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::MAX_DOCUMENT_BYTES))?;
+            memory.max_document_bytes = raw
+                .parse()
+                .with_context(|| format!("{}={raw:?} is not a byte count", env::MAX_DOCUMENT_BYTES))?;
         }
         let fault = var(env::FAULT)
             .map(|raw| raw.parse().map_err(anyhow::Error::msg))

@@ -18,11 +18,11 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let tools = args
-        .tools
-        .or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
+    let tools =
+        args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
     let memory = Arc::new(super::open_memory(settings)?);
-    let server = MemtreeServer::new(memory, tools.as_deref()).map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
+    let server = MemtreeServer::new(memory, tools.as_deref())
+        .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -30,7 +30,8 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let service = server.serve(rmcp::transport::io::stdio_pipes()).await.context("MCP handshake failed")?;
+        let service =
+            server.serve(rmcp::transport::io::stdio_pipes()).await.context("MCP handshake failed")?;
         service.waiting().await.context("MCP service failed")?;
         anyhow::Ok(())
     })?;

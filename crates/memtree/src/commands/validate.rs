@@ -29,7 +29,11 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
             out.push_str(&format!("{}: {finding}\n", finding.severity()));
         }
         let verdict = if report.is_healthy() { "healthy" } else { "unhealthy" };
-        out.push_str(&format!("{} documents, {} findings: {verdict}", report.documents, report.findings.len()));
+        out.push_str(&format!(
+            "{} documents, {} findings: {verdict}",
+            report.documents,
+            report.findings.len()
+        ));
         super::print(&out)?;
     }
     Ok(if report.is_healthy() { ExitCode::SUCCESS } else { ExitCode::from(1) })
