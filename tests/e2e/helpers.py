@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -23,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -408,8 +406,4 @@ def write_file(store: Path, rel: str, data: str | bytes) -> Path:
         data = data.encode()
     p.write_bytes(data)
     return p
-
-
-def remove_tree(p: Path) -> None:
-    shutil.rmtree(p, ignore_errors=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from helpers import NOT_FOUND, SUCCEEDED, cross_tree, docs, err, ok, snapshot
+from helpers import NOT_FOUND, SUCCEEDED, cross_tree, docs, ok, snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -371,3 +371,36 @@ async def test_pruned_documents_keep_front_matter_in_trash(serve, store):
         await m.build([(None, "[[k]]"), ("k", fm_doc)])
         assert await m.update("gone") == ok("Succeeded\nDeleted: k")
     assert list(trash_batches(store).values()) == [{"k.md": fm_doc.encode()}]
+
+
+async def test_wide_tree_in_one_update(serve, store):
+    ids = [f"n{i:03d}" for i in range(300)]
+    async with serve() as m:
+        content = "# Wide\n" + "".join(f"- [[{i}]]\n" for i in reversed(ids))
+        assert await m.update(content) == ok("Succeeded\nCreated: " + ", ".join(reversed(ids)))
+        assert await m.tree() == ok("root:\n" + "".join(f"  - {i}\n" for i in reversed(ids)))
+        r = await m.update("# Narrow\n[[n150]]\n")
+        assert not r.error
+        head, deleted = r.text.split("\n")
+        assert head == "Succeeded" and deleted.startswith("Deleted: ")
+        assert sorted(deleted[len("Deleted: "):].split(", ")) == [i for i in ids if i != "n150"]
+    assert docs(store) == {"root": "# Narrow\n[[n150]]\n", "n150": "# n150\n\n"}
+    assert sorted(next(iter(trash_batches(store).values()))) == [f"{i}.md" for i in ids if i != "n150"]
+
+
+async def test_deep_tree(serve, store):
+    depth = 30
+    async with serve() as m:
+        await m.put(None, "[[l0]]")
+        for d in range(depth - 1):
+            assert await m.update(f"level {d} [[l{d + 1}]]", f"l{d}") == ok(f"Succeeded\nCreated: l{d + 1}")
+        expected = "root:\n" + "".join(
+            "  " * (d + 1) + f"- l{d}" + (":" if d < depth - 1 else "") + "\n" for d in range(depth)
+        )
+        assert await m.tree() == ok(expected)
+        # the deepest document may not link any ancestor
+        assert await m.update("[[l0]]", f"l{depth - 1}") == cross_tree(f"[[l0]] is an ancestor of l{depth - 1}")
+        assert await m.update("gone") == ok(
+            "Succeeded\nDeleted: " + ", ".join(f"l{d}" for d in range(depth))
+        )
+    assert docs(store) == {"root": "gone"}

@@ -95,6 +95,18 @@ struct CachedDoc {
     problem: Option<String>,
 }
 
+/// Documents reachable from `roots` through documents that are `allowed`.
+fn reachable<'t>(tree: &'t Tree, roots: &[&DocId], allowed: impl Fn(&DocId) -> bool) -> HashSet<&'t DocId> {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<&'t DocId> = roots.iter().filter_map(|r| tree.key(r)).collect();
+    while let Some(d) = stack.pop() {
+        if allowed(d) && seen.insert(d) {
+            stack.extend(tree.links(d).iter().filter_map(|c| tree.key(c)));
+        }
+    }
+    seen
+}
+
 /// How recently changed a file must be to distrust its stamp.
 const RACY_WINDOW_NS: u64 = 100_000_000;
 
@@ -156,12 +168,14 @@ impl Memory {
 
         let mut created = Vec::new();
         for link in &new_links.ids {
-            if old_links.contains(link) {
-                continue;
-            }
             if self.storage.stamp(link)?.is_some() {
+                if old_links.contains(link) {
+                    continue; // A current child.
+                }
                 return Err(self.cross_tree(id, link)?);
             }
+            // A new id, or a child whose file was deleted outside memtree:
+            // either way it is created.
             if let Some(existing) = self.storage.find_folded(link)? {
                 return Err(MemoryError::CaseCollision { link: link.clone(), existing });
             }
@@ -171,14 +185,18 @@ impl Memory {
             created.push(link.clone());
         }
 
-        let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_links.ids.contains(l)).collect();
-        let deleted = self.subtrees(id, &removed)?;
-
         // No front-matter in the new content keeps the stored block.
         let text = match (new.block, old.block) {
             (None, Some(block)) => format!("{block}{content}"),
             _ => content.to_owned(),
         };
+        if text.len() > limit {
+            return Err(MemoryError::TooLarge { len: text.len(), limit });
+        }
+
+        let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_links.ids.contains(l)).collect();
+        let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_links.ids)? };
+
         let mut puts = vec![(id.clone(), text)];
         puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
         let label = format!("update {id}");
@@ -279,27 +297,43 @@ impl Memory {
         Ok(MemoryError::CrossTree { link: link.clone(), reason })
     }
 
-    /// The documents under each of `roots` (the roots included), parent
-    /// before children, never `keep` itself or `root`, each once.
-    fn subtrees(&self, keep: &DocId, roots: &[&DocId]) -> Result<Vec<DocId>, MemoryError> {
-        let mut seen: HashSet<DocId> = HashSet::from([keep.clone(), DocId::root()]);
-        let mut out = Vec::new();
-        let mut stack: Vec<DocId> = roots.iter().rev().map(|id| (*id).clone()).collect();
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id.clone()) {
-                continue;
+    /// What removing the links `removed` from `id` prunes: each removed
+    /// child and its subtree, parent before children.
+    ///
+    /// In a store broken from outside, a document may also be linked from
+    /// somewhere else; it then stays (with whatever hangs under it), because
+    /// a file is never deleted while a document still links it. `validate`
+    /// reports such stores. The caller holds the exclusive lock.
+    fn prunable(&self, id: &DocId, removed: &[&DocId], still_linked: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
+        let tree = self.tree_unlocked()?.0;
+        let never = |d: &DocId| d == id || d.is_root() || still_linked.contains(d);
+        let roots: Vec<&DocId> = removed.iter().copied().filter(|r| tree.contains(r) && !never(r)).collect();
+        let mut pruned = reachable(&tree, &roots, |d| !never(d));
+        loop {
+            let linked_elsewhere: Vec<&DocId> = pruned
+                .iter()
+                .copied()
+                .filter(|d| tree.parents(d).iter().any(|p| p != id && !pruned.contains(p)))
+                .collect();
+            if linked_elsewhere.is_empty() {
+                break;
             }
-            let Some(text) = self.storage.read(&id).or_else(|e| match e {
-                // An unreadable document is still pruned; it has no links we can see.
-                crate::storage::StorageError::InvalidUtf8 { .. } => Ok(Some(String::new())),
-                e => Err(e),
-            })?
-            else {
-                continue;
-            };
-            let children = parse_links(front_matter::split(&text).body).ids;
-            out.push(id);
-            stack.extend(children.into_iter().rev());
+            for d in &linked_elsewhere {
+                pruned.remove(d);
+            }
+            let roots: Vec<&DocId> = roots.iter().copied().filter(|r| pruned.contains(r)).collect();
+            let allowed = pruned.clone();
+            pruned = reachable(&tree, &roots, |d| allowed.contains(d));
+        }
+        // Pre-order, removed links in their order, children in link order.
+        let mut out = Vec::with_capacity(pruned.len());
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&DocId> = roots.iter().rev().copied().filter(|r| pruned.contains(r)).collect();
+        while let Some(d) = stack.pop() {
+            if seen.insert(d) {
+                out.push(d.clone());
+                stack.extend(tree.links(d).iter().rev().filter(|c| pruned.contains(c)));
+            }
         }
         Ok(out)
     }

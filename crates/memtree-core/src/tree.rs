@@ -122,6 +122,16 @@ impl Tree {
         self.links.contains_key(id)
     }
 
+    /// The tree's own copy of `id`, when the document exists.
+    pub fn key(&self, id: &DocId) -> Option<&DocId> {
+        self.links.get_key_value(id).map(|(k, _)| k)
+    }
+
+    /// The ids `id` links, in order (existing or not).
+    pub fn links(&self, id: &DocId) -> &[DocId] {
+        self.links.get(id).map_or(&[], Vec::as_slice)
+    }
+
     pub fn len(&self) -> usize {
         self.links.len()
     }

@@ -387,3 +387,42 @@ fn status_counts_documents_and_bytes() {
     let storage: &dyn Storage = &LocalStorage::open(f.dir.path()).unwrap();
     assert_eq!(status.location, storage.location());
 }
+
+#[test]
+fn a_child_deleted_outside_is_created_again() {
+    let f = Fixture::new("//- /root.md\n[[a]] [[b]]\n//- /a.md\n# a\n//- /b.md\n# b\n");
+    std::fs::remove_file(f.dir.path().join("a.md")).unwrap();
+    assert_eq!(f.update("root", "[[a]] [[b]] edited").unwrap(), "Succeeded\nCreated: a");
+    assert_eq!(f.read("a"), "# a\n\n");
+}
+
+#[test]
+fn pruning_never_deletes_a_document_still_linked_elsewhere() {
+    // A store broken from outside: b also links root's child a.
+    let f = Fixture::new(
+        "//- /root.md\n[[a]] [[b]]\n//- /a.md\n# A precious\n[[a1]]\n//- /a1.md\n# a1\n//- /b.md\nsee [[a]] [[b1]]\n//- /b1.md\n[[b2]]\n//- /b2.md\n# b2\n",
+    );
+    assert_eq!(f.update("b", "nothing\n").unwrap(), "Succeeded\nDeleted: b1, b2");
+    assert_eq!(f.read("a"), "# A precious\n[[a1]]\n");
+    assert_eq!(f.read("a1"), "# a1\n");
+    assert!(f.memory.validate().unwrap().is_healthy());
+}
+
+#[test]
+fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
+    let f = Fixture::new("//- /root.md\n[[a]]\n//- /a.md\n[[x]] [[y]]\n//- /x.md\n[[d]]\n//- /y.md\n[[d]]\n//- /d.md\n# d\n");
+    assert_eq!(f.update("root", "# empty\n").unwrap(), "Succeeded\nDeleted: a, x, d, y");
+    assert_eq!(f.tree(), "root: []\n");
+}
+
+#[test]
+fn the_size_limit_counts_the_stored_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MemorySettings { max_document_bytes: 150, ..MemorySettings::default() };
+    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    let block = format!("---\nsummary: {}\n---\n", "s".repeat(80));
+    memory.update_document(&DocId::root(), &format!("{block}# x\n")).unwrap();
+    let err = memory.update_document(&DocId::root(), &"y".repeat(100)).unwrap_err();
+    assert_eq!(err.report(), format!("Error: content: too large ({} bytes; the limit is 150)", block.len() + 100));
+    assert_eq!(memory.read_document(&DocId::root()).unwrap(), format!("{block}# x\n"));
+}

@@ -65,9 +65,15 @@ impl LocalStorage {
             fault: None,
             batch_seq: AtomicU64::new(0),
         };
-        create_dir_durable(&storage.temp)?;
-        create_dir_durable(&storage.trash)?;
+        storage.create_layout()?;
         Ok(storage)
+    }
+
+    /// Creates the store's folders; also used when someone deleted
+    /// `.memtree/` under a running server.
+    fn create_layout(&self) -> Result<(), StorageError> {
+        create_dir_durable(&self.temp)?;
+        create_dir_durable(&self.trash)
     }
 
     /// Arms a deliberate crash (tests only).
@@ -313,12 +319,16 @@ impl Storage for LocalStorage {
     fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError> {
         // A fresh descriptor per holder: flock locks belong to the open file,
         // so threads sharing one descriptor would share (and release) one lock.
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock_path)
-            .map_err(io_error("open", &self.lock_path))?;
+        let open = || OpenOptions::new().create(true).truncate(false).write(true).open(&self.lock_path);
+        let file = match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                tracing::warn!("{} was deleted; recreating it", self.meta.display());
+                self.create_layout()?;
+                open()
+            }
+            other => other,
+        }
+        .map_err(io_error("open", &self.lock_path))?;
         match mode {
             LockMode::Shared => file.lock_shared(),
             LockMode::Exclusive => file.lock(),
@@ -467,6 +477,15 @@ mod tests {
         let err = storage.put(&id("escape/x"), "x").unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_deleted_meta_folder_is_recreated() {
+        let (_dir, storage) = store();
+        fs::remove_dir_all(&storage.meta).unwrap();
+        drop(storage.lock(LockMode::Exclusive).unwrap());
+        storage.put(&id("root"), "x").unwrap();
+        assert!(storage.trash.is_dir());
     }
 
     #[test]

@@ -1,0 +1,228 @@
+"""Bad input gets a clear `Error: ...`, changes nothing on disk, and the server keeps serving.
+
+Snapshots here include the derived-state folder `.memtree/` too: a rejected
+request must not touch even the trash, journal or index.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import LIMIT, NOT_FOUND, SUCCEEDED, docs, err, ok, snapshot, write_file
+
+pytestmark = pytest.mark.anyio
+
+# (id, exact prefix of the message or None for "Error: id: invalid id " only)
+BAD_IDS = [
+    ("..", 'Error: id: invalid id "..": '),
+    (".", 'Error: id: invalid id ".": '),
+    ("a/../b", 'Error: id: invalid id "a/../b": '),
+    ("../outside", 'Error: id: invalid id "../outside": '),
+    ("/a", 'Error: id: invalid id "/a": '),
+    ("/etc/passwd", 'Error: id: invalid id "/etc/passwd": '),
+    ("a/", 'Error: id: invalid id "a/": '),
+    ("a//b", 'Error: id: invalid id "a//b": '),
+    ("a/./b", 'Error: id: invalid id "a/./b": '),
+    ("a.md", 'Error: id: invalid id "a.md": '),
+    ("a b", 'Error: id: invalid id "a b": '),
+    ("a\\b", None),
+    ("C:x", 'Error: id: invalid id "C:x": '),
+    ("~", 'Error: id: invalid id "~": '),
+    ("a\x00b", None),
+    ("a\nb", None),
+    ("a\tb", None),
+    ("a\x1bb", None),
+    ("a\x7fb", None),
+    ("é", None),
+    ("メモ", None),
+    ("a\u200bb", None),
+    ("x" * 129, None),
+    ("x" * 10_000, None),
+    ("projects/" + "y" * 120, None),  # 129 bytes
+]
+
+
+def _id_label(v):
+    return repr(v[0])[:24]
+
+
+async def _seed_store(m, store):
+    await m.build([(None, "# Root\n[[a]] [[b]]\n"), ("a", "---\nsummary: A\n---\n# A\n[[a1]]\n")])
+    return snapshot(store, include_meta=True)
+
+
+@pytest.mark.parametrize(("bad", "prefix"), BAD_IDS, ids=[_id_label(v) for v in BAD_IDS])
+async def test_invalid_id_rejected(serve, store, tmp_path, bad, prefix):
+    async with serve() as m:
+        before = await _seed_store(m, store)
+        outside_before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if "store" not in p.parts)
+        for r in (await m.read(bad), await m.update("# evil\n[[evil_child]]\n", bad)):
+            assert r.error, r
+            assert r.text.startswith(prefix or "Error: id: invalid id "), r.text
+        assert snapshot(store, include_meta=True) == before
+        outside_after = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if "store" not in p.parts)
+        assert outside_after == outside_before
+        assert await m.read() == ok("# Root\n[[a]] [[b]]\n")
+
+
+async def test_id_of_exactly_128_bytes_is_valid(serve, store):
+    long_id = "k" * 128
+    async with serve() as m:
+        assert await m.read(long_id) == NOT_FOUND
+        assert await m.update(f"[[{long_id}]]") == ok(f"Succeeded\nCreated: {long_id}")
+        assert await m.read(long_id) == ok(f"# {long_id}\n\n")
+        nested = "p/" + "q" * 126
+        assert await m.update(f"[[{nested}]]", long_id) == ok(f"Succeeded\nCreated: {nested}")
+    assert (store / f"{long_id}.md").exists()
+    assert (store / "p" / ("q" * 126 + ".md")).exists()
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["my note", "../x", "a/../b", "/abs", "a/", "x.md", "é", "a\\b", "x" * 129, "a#b"],
+)
+async def test_invalid_link_rejected(serve, store, link):
+    async with serve() as m:
+        before = await _seed_store(m, store)
+        r = await m.update(f"# Root\n[[a]] [[b]] [[{link}]]\n")
+        assert r.error, r
+        assert r.text.startswith(f"Error: content: invalid link [[{link}]]: "), r.text
+        assert snapshot(store, include_meta=True) == before
+
+
+async def test_content_size_limit(serve, store):
+    async with serve() as m:
+        before = await _seed_store(m, store)
+        assert await m.update("x" * (LIMIT + 1)) == err(
+            f"Error: content: too large ({LIMIT + 1} bytes; the limit is {LIMIT})"
+        )
+        # bytes, not characters
+        big = "é" * (LIMIT // 2 + 1)
+        assert await m.update(big, "b") == err(
+            f"Error: content: too large ({LIMIT + 2} bytes; the limit is {LIMIT})"
+        )
+        assert await m.update("z" * (3 * LIMIT)) == err(
+            f"Error: content: too large ({3 * LIMIT} bytes; the limit is {LIMIT})"
+        )
+        assert snapshot(store, include_meta=True) == before
+        exact = "y" * LIMIT
+        assert await m.update(exact, "b") == SUCCEEDED
+        assert await m.read("b") == ok(exact)
+    assert (store / "b.md").read_bytes() == exact.encode()
+
+
+async def test_size_limit_is_configurable(serve, store):
+    async with serve(args=["--max-document-bytes", "100"]) as m:
+        assert await m.update("x" * 101) == err("Error: content: too large (101 bytes; the limit is 100)")
+        assert await m.update("x" * 100) == SUCCEEDED
+
+
+async def test_invalid_yaml_changes_nothing(serve, store):
+    async with serve() as m:
+        before = await _seed_store(m, store)
+        r = await m.update("---\nsummary: \"unterminated\n---\n[[a1]]\n", "a")
+        assert r.error and r.text.startswith("Error: content: invalid front-matter YAML: "), r.text
+        assert snapshot(store, include_meta=True) == before
+        assert await m.read("a") == ok("---\nsummary: A\n---\n# A\n[[a1]]\n")
+
+
+async def test_invalid_utf8_file_on_disk(serve, store):
+    async with serve() as m:
+        await _seed_store(m, store)
+        write_file(store, "b.md", b"# B \xff\xfe broken\n")
+        before = snapshot(store, include_meta=True)
+        r = await m.read("b")
+        assert r.error and r.text.startswith("Error: id: "), r
+        assert r.text != "Error: id: not found"
+        assert snapshot(store, include_meta=True) == before
+        # the rest of the store is still served
+        assert await m.read("a") == ok("---\nsummary: A\n---\n# A\n[[a1]]\n")
+        assert await m.tree() == ok("root:\n  - a:\n    - a1\n  - b\n")
+        # overwriting it through the tool either works or is refused without touching it
+        r = await m.update("# B repaired\n", "b")
+        if r.error:
+            assert r.text.startswith("Error: id: "), r
+            assert snapshot(store, include_meta=True) == before
+        else:
+            assert r == SUCCEEDED
+            assert await m.read("b") == ok("# B repaired\n")
+
+
+async def test_invalid_utf8_root_on_disk(serve, store):
+    async with serve() as m:
+        await m.put(None, "# Root\n")
+        write_file(store, "root.md", b"\xc3\x28 bad")
+        r = await m.read()
+        assert r.error and r.text.startswith("Error: id: "), r
+        assert (store / "root.md").read_bytes() == b"\xc3\x28 bad"
+
+
+async def test_nul_and_control_characters_in_content_are_stored(serve, store):
+    """Content is text, not an id: control characters are data and round-trip."""
+    content = "a\x00b\x01c\x1b[31mred\x1b[0m\n"
+    async with serve() as m:
+        r = await m.update(content)
+        if r.error:
+            assert r.text.startswith("Error: content: "), r
+            assert docs(store) == {"root": "# Memory\n"}
+        else:
+            assert r == SUCCEEDED
+            assert await m.read() == ok(content)
+
+
+async def test_server_keeps_serving_after_many_bad_requests(serve, store):
+    async with serve() as m:
+        before = await _seed_store(m, store)
+        for bad, _ in BAD_IDS:
+            assert (await m.read(bad)).error
+        assert (await m.update("x" * (LIMIT + 1))).error
+        assert (await m.update("---\n[bad\n---\n")).error
+        assert (await m.update("[[b]]", "a")).error
+        assert (await m.update("[[my note]]")).error
+        assert snapshot(store, include_meta=True) == before
+        assert await m.update("# Root\n[[a]] [[b]] [[c]]\n") == ok("Succeeded\nCreated: c")
+        assert await m.tree() == ok("root:\n  - a:\n    - a1\n  - b\n  - c\n")
+
+
+async def test_symlink_escaping_store_is_not_followed_for_writes(serve, store, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("outside original")
+    async with serve() as m:
+        await m.put(None, "[[a]]")
+        (store / "a.md").unlink()
+        (store / "a.md").symlink_to(outside)
+        await m.update("new content", "a")
+    assert outside.read_text() == "outside original"
+
+
+async def test_size_limit_applies_to_the_stored_document(serve, store):
+    """The limit is per document: content that fits, plus a kept front-matter block
+    that pushes the stored document past the limit, is refused."""
+    block = "---\nsummary: " + "s" * 80 + "\n---\n"  # 98 bytes
+    async with serve(args=["--max-document-bytes", "150"]) as m:
+        assert await m.update(block + "body") == SUCCEEDED
+        before = snapshot(store, include_meta=True)
+        r = await m.update("y" * 100)  # would be stored as 198 bytes
+        assert r.error and r.text.startswith("Error: content: too large ("), r
+        assert r.text.endswith(" bytes; the limit is 150)"), r
+        assert snapshot(store, include_meta=True) == before
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----\n",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n",
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+        "token: ghp_1234567890abcdefghijABCDEFGHIJ123456\n",
+    ],
+    ids=["rsa", "openssh", "aws", "github"],
+)
+@pytest.mark.xfail(strict=True, reason="issue 5: secret detection is not built yet")
+async def test_secret_like_content_is_refused(serve, store, secret):
+    """SPEC §4: content that looks like a secret is refused unless explicitly allowed."""
+    async with serve() as m:
+        before = snapshot(store, include_meta=True)
+        r = await m.update("# notes\n" + secret)
+        assert r.error and r.text.startswith("Error: content: "), r
+        assert snapshot(store, include_meta=True) == before

@@ -1,0 +1,273 @@
+"""The CLI: read, write (stdin), tree, validate, status, --json, global option placement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import LIMIT, cli_text, docs, run_cli, snapshot, write_file
+
+
+def _strings(value) -> list[str]:
+    """Every string (keys and values) inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *_strings(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _numbers(value) -> list:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [value]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+# ---------------------------------------------------------------- read / write
+
+
+def test_read_default_root(cli, store):
+    r = cli("read")
+    assert (r.rc, r.out, r.err) == (0, "# Memory\n", "")
+    assert docs(store) == {"root": "# Memory\n"}
+
+
+def test_read_prints_document_bytes_exactly(cli):
+    content = "# Ünïcode 🌲\n\nlast line without newline"
+    assert cli("write", input=content).rc == 0
+    r = cli("read", "root")
+    assert r.rc == 0
+    assert r.raw_out == content.encode()
+
+
+def test_read_not_found(cli):
+    r = cli("read", "ghost")
+    assert (r.rc, r.out, r.err) == (1, "", "Error: id: not found\n")
+
+
+def test_write_prints_tool_text(cli, store):
+    r = cli("write", input="# R\n[[b]] [[a]]\n")
+    assert r.rc == 0 and r.err == ""
+    assert cli_text(r) == "Succeeded\nCreated: b, a"
+    r = cli("write", "a", input="# A\n[[a1]]\n")
+    assert r.rc == 0 and cli_text(r) == "Succeeded\nCreated: a1"
+    r = cli("write", "a", input="# A\n")
+    assert r.rc == 0 and cli_text(r) == "Succeeded\nDeleted: a1"
+    r = cli("write", "b", input="plain")
+    assert r.rc == 0 and cli_text(r) == "Succeeded"
+    assert docs(store) == {"root": "# R\n[[b]] [[a]]\n", "a": "# A\n", "b": "plain"}
+    assert cli("read", "a").out == "# A\n"
+
+
+def test_write_cross_tree_error(cli, store):
+    cli("write", input="[[a]] [[b]]")
+    before = snapshot(store)
+    r = cli("write", "a", input="[[b]]")
+    assert r.rc == 1
+    assert r.out == ""
+    assert r.err.rstrip("\n") == "Error: content: cross-tree reference not allowed\n[[b]] is a child of root"
+    assert snapshot(store) == before
+
+
+def test_write_not_found(cli, store):
+    cli("read")
+    before = snapshot(store)
+    r = cli("write", "ghost", input="x")
+    assert (r.rc, r.out, r.err.rstrip("\n")) == (1, "", "Error: id: not found")
+    assert snapshot(store) == before
+
+
+def test_write_too_large(cli, store):
+    cli("read")
+    before = snapshot(store)
+    r = cli("write", input="x" * (LIMIT + 1))
+    assert (r.rc, r.out, r.err.rstrip("\n")) == (
+        1, "", f"Error: content: too large ({LIMIT + 1} bytes; the limit is {LIMIT})"
+    )
+    assert snapshot(store) == before
+    r = cli("write", input="y" * LIMIT)
+    assert r.rc == 0 and cli_text(r) == "Succeeded"
+    assert (store / "root.md").stat().st_size == LIMIT
+
+
+def test_write_invalid_utf8_stdin(cli, store):
+    cli("read")
+    before = snapshot(store)
+    r = cli("write", input=b"# bad \xff\xfe bytes\n")
+    assert r.rc == 1 and r.out == ""
+    assert r.err.startswith("Error: content: "), r.err
+    assert snapshot(store) == before
+
+
+def test_write_invalid_id(cli, store):
+    cli("read")
+    before = snapshot(store)
+    r = cli("write", "../escape", input="x")
+    assert r.rc == 1 and r.out == ""
+    assert r.err.startswith('Error: id: invalid id "../escape": '), r.err
+    assert snapshot(store) == before
+    assert not (store.parent / "escape.md").exists()
+
+
+def test_global_options_before_or_after_subcommand(cli, base_env, store, tmp_path):
+    other = tmp_path / "other"
+    assert run_cli(base_env, None, "--data-dir", str(other), "write", input="[[x]]").rc == 0
+    r = run_cli(base_env, None, "read", "--data-dir", str(other))
+    assert (r.rc, r.out) == (0, "[[x]]")
+    r = run_cli(base_env, None, "tree", "--data-dir", str(other))
+    assert (r.rc, r.out) == (0, "root:\n  - x\n")
+    r = run_cli(base_env, None, "--json", "--data-dir", str(other), "tree")
+    assert r.rc == 0 and "x" in _strings(json.loads(r.out))
+    r = run_cli(base_env, None, "tree", "--json", "--data-dir", str(other))
+    assert r.rc == 0 and "x" in _strings(json.loads(r.out))
+    assert not store.exists()
+
+
+# ---------------------------------------------------------------- tree
+
+
+def test_tree_yaml(cli):
+    assert cli("tree").out == "root: []\n"
+    cli("write", input="[[project_overview]] [[tech_decisions]]")
+    cli("write", "project_overview", input="[[architecture]] [[dependencies]]")
+    cli("write", "architecture", input="[[db_schema]] [[service_layer]]")
+    r = cli("tree")
+    assert r.rc == 0
+    assert r.out == (
+        "root:\n"
+        "  - project_overview:\n"
+        "    - architecture:\n"
+        "      - db_schema\n"
+        "      - service_layer\n"
+        "    - dependencies\n"
+        "  - tech_decisions\n"
+    )
+
+
+def test_tree_json(cli):
+    cli("write", input="[[a]] [[b]]")
+    cli("write", "a", input="[[a1]]")
+    r = cli("--json", "tree")
+    assert r.rc == 0
+    data = json.loads(r.out)
+    strings = _strings(data)
+    for i in ("root", "a", "a1", "b"):
+        assert i in strings
+    # link order survives: a before a1 before b in document order of the JSON text
+    assert r.out.index('"a"') < r.out.index('"a1"') < r.out.index('"b"')
+
+
+# ---------------------------------------------------------------- validate
+
+
+def test_validate_healthy(cli):
+    cli("write", input="[[a]] [[b/c]]")
+    cli("write", "a", input="---\nscope: global\n---\n[[a1]]")
+    r = cli("validate")
+    assert r.rc == 0, (r.out, r.err)
+    r = cli("--json", "validate")
+    assert r.rc == 0
+    json.loads(r.out)
+
+
+def test_validate_fresh_store(cli):
+    assert cli("validate").rc == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "files", "bad_id"),
+    [
+        ("orphan", {"lost.md": "# nobody links me\n"}, "lost"),
+        ("orphan_in_folder", {"deep/lost.md": "# nobody links me\n"}, "deep/lost"),
+        ("several_parents", {"root.md": "[[a]] [[b]]", "b.md": "[[a]]"}, "a"),
+        ("root_linked", {"a.md": "[[root]]"}, "root"),
+        ("invalid_utf8", {"a.md": b"\xff\xfe\xfd"}, "a"),
+        ("invalid_front_matter", {"a.md": "---\nsummary: [oops\n---\nbody\n"}, "a"),
+        ("invalid_link", {"a.md": "bad [[my note]] link\n"}, "a"),
+        ("cycle", {"a.md": "[[b]]", "b.md": "[[c]]", "c.md": "[[b]]"}, "b"),
+    ],
+)
+def test_validate_reports_errors(cli, store, name, files, bad_id):
+    cli("write", input="[[a]] [[b]]")
+    for rel, data in files.items():
+        write_file(store, rel, data)
+    before = snapshot(store)
+    r = cli("validate")
+    assert r.rc == 1, (name, r.out, r.err)
+    assert bad_id in (r.out + r.err)
+    rj = cli("--json", "validate")
+    assert rj.rc == 1
+    assert any(bad_id in s for s in _strings(json.loads(rj.out)))
+    # validate reports, it never deletes or rewrites
+    assert snapshot(store) == before
+
+
+def test_validate_does_not_touch_files(cli, store):
+    cli("write", input="[[a]]")
+    write_file(store, "orphan.md", "keep me")
+    before = snapshot(store, include_meta=False)
+    cli("validate")
+    cli("validate")
+    assert snapshot(store) == before
+    assert (store / "orphan.md").read_text() == "keep me"
+
+
+# ---------------------------------------------------------------- status
+
+
+def test_status(cli, store):
+    cli("write", input="[[a]] [[b]]")
+    cli("write", "a", input="12345")
+    r = cli("status")
+    assert r.rc == 0
+    assert str(store) in r.out
+    assert "3" in r.out
+    rj = cli("--json", "status")
+    assert rj.rc == 0
+    data = json.loads(rj.out)
+    assert str(store) in _strings(data)
+    assert 3 in _numbers(data)
+    total = sum(len(v) for v in snapshot(store).values())
+    assert total in _numbers(data)
+
+
+def test_status_on_new_store_creates_it(cli, store):
+    r = cli("status")
+    assert r.rc == 0
+    assert (store / "root.md").read_text() == "# Memory\n"
+
+
+def test_unknown_subcommand_fails(cli, store):
+    r = cli("frobnicate")
+    assert r.rc != 0
+    assert r.out == ""
+    assert not store.exists() or (store / "root.md").exists()
+
+
+def test_validate_ignores_non_document_files(cli, store):
+    """A store under git (seed 003's audit trail) or holding other files stays healthy."""
+    cli("write", input="[[a]]")
+    write_file(store, ".git/HEAD", "ref: refs/heads/main\n")
+    write_file(store, ".git/objects/ab/cdef.md", "not a document")
+    write_file(store, "notes.txt", "plain text, not Markdown")
+    write_file(store, ".obsidian/workspace.json", "{}")
+    r = cli("validate")
+    assert r.rc == 0, (r.out, r.err)
+    assert cli("tree").out == "root:\n  - a\n"
+
+
+def test_validate_case_collision_on_disk(cli, store):
+    cli("write", input="[[foo]]")
+    write_file(store, "Foo.md", "twin")
+    r = cli("validate")
+    assert r.rc == 1
+    assert "Foo" in r.out + r.err and "foo" in r.out + r.err

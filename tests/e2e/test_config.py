@@ -1,0 +1,124 @@
+"""Data folder resolution and the root template, for the CLI and for `serve`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import ok, open_server, run_cli
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "flag": tmp_path / "flag_dir",
+        "memtree": tmp_path / "memtree_env_dir",
+        "data": tmp_path / "data_env_dir",
+    }
+
+
+def _write(base_env, store, env, text="[[probe]]"):
+    r = run_cli(base_env, store, "write", input=text, env=env)
+    assert r.rc == 0, r.err
+    return r
+
+
+def test_data_dir_flag_wins(base_env, dirs):
+    env = {"MEMTREE_DATA_DIR": str(dirs["memtree"]), "DATA_DIR": str(dirs["data"])}
+    _write(base_env, dirs["flag"], env)
+    assert (dirs["flag"] / "root.md").read_text() == "[[probe]]"
+    assert (dirs["flag"] / "probe.md").read_text() == "# probe\n\n"
+    assert not dirs["memtree"].exists()
+    assert not dirs["data"].exists()
+
+
+def test_memtree_data_dir_beats_data_dir(base_env, dirs):
+    env = {"MEMTREE_DATA_DIR": str(dirs["memtree"]), "DATA_DIR": str(dirs["data"])}
+    _write(base_env, None, env)
+    assert (dirs["memtree"] / "root.md").read_text() == "[[probe]]"
+    assert not dirs["data"].exists()
+
+
+def test_data_dir_env_uses_structured_memory_subfolder(base_env, dirs):
+    _write(base_env, None, {"DATA_DIR": str(dirs["data"])})
+    assert (dirs["data"] / "structured_memory" / "root.md").read_text() == "[[probe]]"
+    assert (dirs["data"] / "structured_memory" / "probe.md").read_text() == "# probe\n\n"
+    assert not (dirs["data"] / "root.md").exists()
+
+
+def test_platform_data_dir_fallback(base_env, home):
+    _write(base_env, None, None)
+    assert (home / ".local" / "share" / "memtree" / "root.md").read_text() == "[[probe]]"
+
+
+def test_xdg_data_home_fallback(base_env, tmp_path):
+    xdg = tmp_path / "xdg"
+    _write(base_env, None, {"XDG_DATA_HOME": str(xdg)})
+    assert (xdg / "memtree" / "root.md").read_text() == "[[probe]]"
+
+
+def test_status_reports_resolved_folder(base_env, dirs):
+    r = run_cli(base_env, None, "status", env={"DATA_DIR": str(dirs["data"])})
+    assert r.rc == 0
+    assert str(dirs["data"] / "structured_memory") in r.out
+
+
+def test_root_template_env_with_escaped_newline(base_env, store):
+    r = run_cli(base_env, store, "read", env={"ROOT_TEMPLATE": "# メモ帳\\n"})
+    assert (r.rc, r.raw_out) == (0, "# メモ帳\n".encode())
+    assert (store / "root.md").read_bytes() == "# メモ帳\n".encode()
+
+
+def test_root_template_env_multiline(base_env, store):
+    r = run_cli(base_env, store, "read", env={"ROOT_TEMPLATE": "# Memory\\n\\n- start here\\n"})
+    assert r.out == "# Memory\n\n- start here\n"
+
+
+def test_root_template_flag(base_env, store):
+    r = run_cli(base_env, store, "--root-template", "# From flag\n", "read")
+    assert (r.rc, r.out) == (0, "# From flag\n")
+
+
+def test_root_template_flag_beats_env(base_env, store):
+    r = run_cli(base_env, store, "--root-template", "# From flag\n", "read", env={"ROOT_TEMPLATE": "# From env\\n"})
+    assert (r.rc, r.out) == (0, "# From flag\n")
+
+
+def test_root_template_only_used_when_creating(base_env, store):
+    run_cli(base_env, store, "write", input="# existing\n")
+    r = run_cli(base_env, store, "read", env={"ROOT_TEMPLATE": "# other\\n"})
+    assert r.out == "# existing\n"
+    assert (store / "root.md").read_text() == "# existing\n"
+
+
+@pytest.mark.anyio
+async def test_serve_root_template_and_data_dir_env(base_env, tmp_path):
+    data = tmp_path / "d"
+    env = {"DATA_DIR": str(data), "ROOT_TEMPLATE": "# メモ帳\\n"}
+    async with open_server(None, base_env, env=env) as m:
+        assert await m.read() == ok("# メモ帳\n")
+        r = await m.update("# メモ帳\n[[日本]]\n")  # not an id: non-ASCII
+        assert r.error and r.text.startswith("Error: content: invalid link [[日本]]: "), r
+        assert await m.update("# メモ帳\n[[nihon]]\n") == ok("Succeeded\nCreated: nihon")
+    assert (data / "structured_memory" / "root.md").read_text() == "# メモ帳\n[[nihon]]\n"
+    assert (data / "structured_memory" / "nihon.md").read_text() == "# nihon\n\n"
+
+
+@pytest.mark.anyio
+async def test_serve_flags_after_subcommand(base_env, tmp_path):
+    store = tmp_path / "s"
+    async with open_server(None, base_env, args=["--data-dir", str(store), "--root-template", "# T\n"],
+                           env={"MEMTREE_DATA_DIR": str(tmp_path / "not_this")}) as m:
+        assert await m.read() == ok("# T\n")
+    assert (store / "root.md").read_text() == "# T\n"
+    assert not (tmp_path / "not_this").exists()
+
+
+@pytest.mark.anyio
+async def test_serve_memtree_data_dir_env(base_env, tmp_path):
+    store = tmp_path / "via_env"
+    async with open_server(None, base_env, env={"MEMTREE_DATA_DIR": str(store), "DATA_DIR": str(tmp_path / "no")}) as m:
+        assert await m.update("[[k]]") == ok("Succeeded\nCreated: k")
+    assert (store / "k.md").read_text() == "# k\n\n"
+    assert not (tmp_path / "no").exists()
