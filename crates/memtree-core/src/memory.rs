@@ -84,6 +84,15 @@ pub struct StoreStatus {
     pub trash: usize,
 }
 
+/// The parsed links of every document, and the tree built from them,
+/// reused while no document's stamp changes.
+#[derive(Debug, Default)]
+struct TreeCache {
+    docs: HashMap<DocId, CachedDoc>,
+    ignored: Vec<String>,
+    built: Option<(Arc<Tree>, Vec<Finding>)>,
+}
+
 /// One document's parsed links, valid while its stamp is unchanged.
 #[derive(Debug, Clone)]
 struct CachedDoc {
@@ -92,7 +101,30 @@ struct CachedDoc {
     /// the same stamp (coarse file-system clocks): parse again next time.
     racy: bool,
     links: Links,
+    /// `links.ids`, shared with the trees built from this entry.
+    ids: Arc<[DocId]>,
     problem: Option<String>,
+}
+
+/// The tree and the per-document findings from every cached document.
+fn build(docs: &HashMap<DocId, CachedDoc>, ignored: &[String]) -> (Arc<Tree>, Vec<Finding>) {
+    let mut findings: Vec<Finding> =
+        ignored.iter().map(|path| Finding::IgnoredFile { path: path.clone() }).collect();
+    let mut links = BTreeMap::new();
+    for (id, doc) in docs {
+        if let Some(reason) = &doc.problem {
+            findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
+        }
+        findings.extend(
+            doc.links
+                .invalid
+                .iter()
+                .map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+        );
+        links.insert(id.clone(), Arc::clone(&doc.ids));
+    }
+    findings.sort_by_key(ToString::to_string);
+    (Arc::new(Tree::new(links)), findings)
 }
 
 /// Documents reachable from `roots` through documents that are `allowed`.
@@ -114,7 +146,7 @@ pub struct Memory {
     storage: Arc<dyn Storage>,
     settings: MemorySettings,
     writer: Mutex<()>,
-    cache: Mutex<HashMap<DocId, CachedDoc>>,
+    cache: Mutex<TreeCache>,
     recovered: Option<Recovery>,
 }
 
@@ -195,7 +227,8 @@ impl Memory {
         }
 
         let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_links.ids.contains(l)).collect();
-        let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_links.ids)? };
+        let deleted =
+            if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_links.ids)? };
 
         let mut puts = vec![(id.clone(), text)];
         puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
@@ -205,7 +238,7 @@ impl Memory {
     }
 
     /// The whole tree as it is now on storage.
-    pub fn tree(&self) -> Result<Tree, MemoryError> {
+    pub fn tree(&self) -> Result<Arc<Tree>, MemoryError> {
         Ok(self.snapshot()?.0)
     }
 
@@ -304,7 +337,12 @@ impl Memory {
     /// somewhere else; it then stays (with whatever hangs under it), because
     /// a file is never deleted while a document still links it. `validate`
     /// reports such stores. The caller holds the exclusive lock.
-    fn prunable(&self, id: &DocId, removed: &[&DocId], still_linked: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
+    fn prunable(
+        &self,
+        id: &DocId,
+        removed: &[&DocId],
+        still_linked: &[DocId],
+    ) -> Result<Vec<DocId>, MemoryError> {
         let tree = self.tree_unlocked()?.0;
         let never = |d: &DocId| d == id || d.is_root() || still_linked.contains(d);
         let roots: Vec<&DocId> = removed.iter().copied().filter(|r| tree.contains(r) && !never(r)).collect();
@@ -338,42 +376,41 @@ impl Memory {
         Ok(out)
     }
 
-    fn snapshot(&self) -> Result<(Tree, Vec<Finding>), MemoryError> {
+    fn snapshot(&self) -> Result<(Arc<Tree>, Vec<Finding>), MemoryError> {
         let _lock = self.lock(LockMode::Shared)?;
         self.tree_unlocked()
     }
 
     /// Builds the tree from every document's links, re-reading only the
     /// documents whose stamp changed. The caller holds a store lock.
-    fn tree_unlocked(&self) -> Result<(Tree, Vec<Finding>), MemoryError> {
+    fn tree_unlocked(&self) -> Result<(Arc<Tree>, Vec<Finding>), MemoryError> {
         let listing = self.storage.list()?;
         let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let mut live = HashSet::with_capacity(listing.docs.len());
-        let mut links = BTreeMap::new();
-        let mut findings: Vec<Finding> =
-            listing.ignored.into_iter().map(|path| Finding::IgnoredFile { path }).collect();
-        for (id, stamp) in listing.docs {
-            let fresh = matches!(cache.get(&id), Some(c) if c.stamp == stamp && !c.racy);
-            if !fresh {
-                let doc = self.parse_for_tree(&id, stamp, now_ns)?;
-                cache.insert(id.clone(), doc);
+        let mut changed = cache.docs.len() != listing.docs.len() || cache.ignored != listing.ignored;
+        for (id, stamp) in &listing.docs {
+            match cache.docs.get(id) {
+                Some(c) if c.stamp == *stamp && !c.racy => {}
+                cached => {
+                    let doc = self.parse_for_tree(id, *stamp, now_ns)?;
+                    // A racy entry read again unchanged changes nothing.
+                    changed |= cached.is_none_or(|c| c.links != doc.links || c.problem != doc.problem);
+                    cache.docs.insert(id.clone(), doc);
+                }
             }
-            let doc = &cache[&id];
-            if let Some(reason) = &doc.problem {
-                findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
-            }
-            findings.extend(
-                doc.links
-                    .invalid
-                    .iter()
-                    .map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
-            );
-            links.insert(id.clone(), doc.links.ids.clone());
-            live.insert(id);
         }
-        cache.retain(|id, _| live.contains(id));
-        Ok((Tree::new(links), findings))
+        if cache.docs.len() != listing.docs.len() {
+            let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
+            cache.docs.retain(|id, _| live.contains(id));
+            changed = true;
+        }
+        if changed || cache.built.is_none() {
+            cache.ignored = listing.ignored;
+            let built = build(&cache.docs, &cache.ignored);
+            cache.built = Some(built);
+        }
+        let (tree, findings) = cache.built.as_ref().expect("built above");
+        Ok((Arc::clone(tree), findings.clone()))
     }
 
     fn parse_for_tree(&self, id: &DocId, stamp: Stamp, now_ns: u64) -> Result<CachedDoc, MemoryError> {
@@ -384,12 +421,13 @@ impl Memory {
             Ok(None) => String::new(),
             Err(crate::storage::StorageError::InvalidUtf8 { .. }) => {
                 let problem = Some("not valid UTF-8".to_owned());
-                return Ok(CachedDoc { stamp, racy, links: Links::default(), problem });
+                return Ok(CachedDoc { stamp, racy, links: Links::default(), ids: Arc::new([]), problem });
             }
             Err(e) => return Err(e.into()),
         };
         let split = front_matter::split(&text);
         let problem = split.yaml.and_then(|yaml| FrontMatter::parse(yaml).err()).map(|e| e.to_string());
-        Ok(CachedDoc { stamp, racy, links: parse_links(split.body), problem })
+        let links = parse_links(split.body);
+        Ok(CachedDoc { stamp, racy, ids: links.ids.clone().into(), links, problem })
     }
 }

@@ -6,13 +6,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use crate::doc_id::DocId;
 
 /// The links of every existing document.
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
-    links: BTreeMap<DocId, Vec<DocId>>,
+    links: BTreeMap<DocId, Arc<[DocId]>>,
     parents: HashMap<DocId, Vec<DocId>>,
 }
 
@@ -106,10 +107,10 @@ pub fn join(ids: &[DocId]) -> String {
 
 impl Tree {
     /// `links` maps every existing document to the ids it links, in order.
-    pub fn new(links: BTreeMap<DocId, Vec<DocId>>) -> Tree {
+    pub fn new(links: BTreeMap<DocId, Arc<[DocId]>>) -> Tree {
         let mut parents: HashMap<DocId, Vec<DocId>> = HashMap::new();
         for (parent, children) in &links {
-            for child in children {
+            for child in children.iter() {
                 if links.contains_key(child) {
                     parents.entry(child.clone()).or_default().push(parent.clone());
                 }
@@ -129,7 +130,7 @@ impl Tree {
 
     /// The ids `id` links, in order (existing or not).
     pub fn links(&self, id: &DocId) -> &[DocId] {
-        self.links.get(id).map_or(&[], Vec::as_slice)
+        self.links.get(id).map_or(&[], |l| l)
     }
 
     pub fn len(&self) -> usize {
@@ -243,28 +244,59 @@ impl Tree {
         let mut stack = vec![start];
         while let Some(id) = stack.pop() {
             if seen.insert(id) {
-                stack
-                    .extend(self.links.get(id).into_iter().flatten().filter(|c| self.links.contains_key(*c)));
+                stack.extend(self.links(id).iter().filter(|c| self.links.contains_key(*c)));
             }
         }
         seen
     }
 }
 
-/// An id as a YAML scalar that every YAML reader reads back as that string:
-/// quoted when it would otherwise read as a number, boolean or null.
-fn yaml_scalar(id: &DocId) -> String {
+/// An id as a YAML scalar that every YAML reader (1.1 or 1.2) reads back as
+/// that string: quoted when it would otherwise read as a number, a boolean or
+/// null. Ids hold only `[A-Za-z0-9_/-]`, so these are the only misreadings.
+fn yaml_scalar(id: &DocId) -> std::borrow::Cow<'_, str> {
     let s = id.as_str();
-    let yaml_1_1_words = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
-    let reads_as_string = matches!(
-        yaml_serde::from_str::<yaml_serde::Value>(s),
-        Ok(yaml_serde::Value::String(ref v)) if v == s
-    );
-    let looks_numeric = s.bytes().all(|b| b.is_ascii_digit() || b == b'_' || b == b'-');
-    if reads_as_string && !looks_numeric && !yaml_1_1_words.contains(&s.to_ascii_lowercase().as_str()) {
-        s.to_owned()
+    let lower = s.to_ascii_lowercase();
+    let word = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"].contains(&lower.as_str());
+    // A leading `-` reads as a sequence entry for `-` alone: quote them all.
+    if word || s.starts_with('-') || looks_numeric(&lower) || looks_like_date(s) {
+        format!("'{s}'").into()
     } else {
-        format!("'{s}'")
+        s.into()
+    }
+}
+
+/// A YAML 1.1 timestamp (`2024-1-05`), which PyYAML reads as a date.
+fn looks_like_date(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    let digits =
+        |t: &str, lo: usize, hi: usize| (lo..=hi).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit());
+    matches!(parts.as_slice(), [y, m, d] if digits(y, 4, 4) && digits(m, 1, 2) && digits(d, 1, 2))
+}
+
+/// YAML 1.1 and 1.2 integers and floats as they can be spelled with the
+/// characters of an id: `12`, `-3`, `1_000`, `1e5`, `0x1f`, `0o17`, `0b101`.
+fn looks_numeric(lower: &str) -> bool {
+    let body = lower.strip_prefix('-').unwrap_or(lower);
+    let digits = |t: &str, ok: fn(u8) -> bool| !t.is_empty() && t.bytes().all(|b| ok(b) || b == b'_');
+    type Radix = (&'static str, fn(u8) -> bool);
+    let radixes: [Radix; 3] = [
+        ("0x", |b| b.is_ascii_hexdigit()),
+        ("0o", |b| (b'0'..=b'7').contains(&b)),
+        ("0b", |b| b == b'0' || b == b'1'),
+    ];
+    for (prefix, ok) in radixes {
+        if let Some(rest) = body.strip_prefix(prefix) {
+            return digits(rest, ok);
+        }
+    }
+    let decimal =
+        |t: &str| t.as_bytes().first().is_some_and(u8::is_ascii_digit) && digits(t, |b| b.is_ascii_digit());
+    match body.split_once('e') {
+        Some((mantissa, exponent)) => {
+            decimal(mantissa) && decimal(exponent.strip_prefix('-').unwrap_or(exponent))
+        }
+        None => decimal(body),
     }
 }
 
@@ -280,7 +312,7 @@ mod tests {
                 .filter(|l| !l.trim().is_empty())
                 .map(|line| {
                     let (doc, children) = line.split_once(':').unwrap();
-                    (id(doc.trim()), children.split_whitespace().map(id).collect())
+                    (id(doc.trim()), children.split_whitespace().map(id).collect::<Vec<_>>().into())
                 })
                 .collect(),
         )
@@ -311,11 +343,27 @@ mod tests {
     }
 
     #[test]
+    fn numeric_spellings_are_recognised() {
+        for s in ["0", "12", "-3", "1_000", "1e5", "2e-3", "0x1f", "0o17", "0b101"] {
+            assert!(looks_numeric(s), "{s}");
+        }
+        for s in ["x1", "e5", "1e", "0x", "-x", "1-2", "12a", "0b2", "_1"] {
+            assert!(!looks_numeric(s), "{s}");
+        }
+        assert!(looks_like_date("2024-01-05") && looks_like_date("2024-1-5"));
+        assert!(
+            !looks_like_date("2024-01") && !looks_like_date("24-01-05") && !looks_like_date("2024-01-05-x")
+        );
+    }
+
+    #[test]
     fn ids_that_yaml_would_misread_are_quoted() {
-        let t = tree("root: 2024 yes null a/b -x 1e5 notes\n2024:\nyes:\nnull:\na/b:\n-x:\n1e5:\nnotes:");
+        let t = tree(
+            "root: 2024 yes null a/b -x 1e5 notes 2024-01-05\n2024:\nyes:\nnull:\na/b:\n-x:\n1e5:\nnotes:\n2024-01-05:",
+        );
         assert_eq!(
             t.render_yaml(),
-            "root:\n  - '2024'\n  - 'yes'\n  - 'null'\n  - a/b\n  - -x\n  - '1e5'\n  - notes\n"
+            "root:\n  - '2024'\n  - 'yes'\n  - 'null'\n  - a/b\n  - '-x'\n  - '1e5'\n  - notes\n  - '2024-01-05'\n"
         );
     }
 
@@ -325,12 +373,12 @@ mod tests {
         // levels are deep enough for any recursive walk to overflow.
         let n = 20_000;
         let ids: Vec<DocId> = (0..n).map(|i| DocId::parse(&format!("d{i}")).unwrap()).collect();
-        let mut links: BTreeMap<DocId, Vec<DocId>> = BTreeMap::new();
-        links.insert(DocId::root(), vec![ids[0].clone()]);
+        let mut links: BTreeMap<DocId, Arc<[DocId]>> = BTreeMap::new();
+        links.insert(DocId::root(), Arc::new([ids[0].clone()]));
         for w in ids.windows(2) {
-            links.insert(w[0].clone(), vec![w[1].clone()]);
+            links.insert(w[0].clone(), Arc::new([w[1].clone()]));
         }
-        links.insert(ids[n - 1].clone(), vec![]);
+        links.insert(ids[n - 1].clone(), Arc::new([]));
         let t = Tree::new(links);
         assert!(t.findings().is_empty());
         assert!(t.is_ancestor(&ids[0], &ids[n - 1]));

@@ -410,7 +410,9 @@ fn pruning_never_deletes_a_document_still_linked_elsewhere() {
 
 #[test]
 fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
-    let f = Fixture::new("//- /root.md\n[[a]]\n//- /a.md\n[[x]] [[y]]\n//- /x.md\n[[d]]\n//- /y.md\n[[d]]\n//- /d.md\n# d\n");
+    let f = Fixture::new(
+        "//- /root.md\n[[a]]\n//- /a.md\n[[x]] [[y]]\n//- /x.md\n[[d]]\n//- /y.md\n[[d]]\n//- /d.md\n# d\n",
+    );
     assert_eq!(f.update("root", "# empty\n").unwrap(), "Succeeded\nDeleted: a, x, d, y");
     assert_eq!(f.tree(), "root: []\n");
 }
@@ -423,6 +425,9 @@ fn the_size_limit_counts_the_stored_document() {
     let block = format!("---\nsummary: {}\n---\n", "s".repeat(80));
     memory.update_document(&DocId::root(), &format!("{block}# x\n")).unwrap();
     let err = memory.update_document(&DocId::root(), &"y".repeat(100)).unwrap_err();
-    assert_eq!(err.report(), format!("Error: content: too large ({} bytes; the limit is 150)", block.len() + 100));
+    assert_eq!(
+        err.report(),
+        format!("Error: content: too large ({} bytes; the limit is 150)", block.len() + 100)
+    );
     assert_eq!(memory.read_document(&DocId::root()).unwrap(), format!("{block}# x\n"));
 }

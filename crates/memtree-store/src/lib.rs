@@ -3,6 +3,7 @@
 //! [`InMemoryStorage`] (tests). Both pass one conformance suite.
 
 mod atomic_file;
+mod folder_names;
 mod in_memory;
 mod journal;
 mod local;

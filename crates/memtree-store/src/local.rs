@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
 
 use crate::atomic_file::{create_dir_durable, io_error, remove_durable, sync_dir, write_atomic};
+use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{Journal, JournalOp, TrashBatch};
 
 /// A deliberate crash for tests of crash safety: the process aborts at the
@@ -46,6 +47,7 @@ pub struct LocalStorage {
     lock_path: PathBuf,
     fault: Option<Fault>,
     batch_seq: AtomicU64,
+    names: FolderNames,
 }
 
 const META_DIR: &str = ".memtree";
@@ -64,6 +66,7 @@ impl LocalStorage {
             meta,
             fault: None,
             batch_seq: AtomicU64::new(0),
+            names: FolderNames::default(),
         };
         storage.create_layout()?;
         Ok(storage)
@@ -157,6 +160,72 @@ impl LocalStorage {
         remove_durable(&self.journal)
     }
 
+    /// The store's write generation: a counter in the lock file that every
+    /// writer bumps under the exclusive lock. A cache validator only, so it
+    /// is not fsync'd (after a crash no cache survives anyway).
+    fn generation(&self) -> Result<u64, StorageError> {
+        let mut bytes = [0u8; 8];
+        match fs::File::open(&self.lock_path) {
+            Ok(file) => {
+                use std::os::unix::fs::FileExt as _;
+                let n = file.read_at(&mut bytes, 0).map_err(io_error("read", &self.lock_path))?;
+                Ok(if n == 8 { u64::from_le_bytes(bytes) } else { 0 })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io_error("open", &self.lock_path)(e)),
+        }
+    }
+
+    fn set_generation(&self, generation: u64) -> Result<(), StorageError> {
+        use std::os::unix::fs::FileExt as _;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock_path)
+            .map_err(io_error("open", &self.lock_path))?;
+        file.write_all_at(&generation.to_le_bytes(), 0).map_err(io_error("write", &self.lock_path))
+    }
+
+    /// The name each document of `change` adds to or removes from its folder.
+    fn edits<'p>(change: &Change, paths: &'p [PathBuf]) -> Vec<Edit<'p>> {
+        let added = change.puts.len();
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| Edit {
+                dir: path.parent().expect("document paths have a parent"),
+                name: path.file_name().expect("document paths have a name").to_string_lossy().into_owned(),
+                added: i < added,
+            })
+            .collect()
+    }
+
+    fn apply_unrecorded(&self, change: &Change) -> Result<(), StorageError> {
+        if let ([(id, content)], []) = (change.puts.as_slice(), change.deletes.as_slice()) {
+            // One file: its own atomic rename is the whole transaction.
+            return self.put(id, content);
+        }
+        let batch = self.new_batch();
+        let mut ops: Vec<JournalOp> =
+            change.deletes.iter().map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() }).collect();
+        ops.extend(
+            change.puts.iter().map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
+        );
+        for id in change.puts.iter().map(|(id, _)| id) {
+            self.check_real_folders(id)?;
+        }
+        let journal = Journal { label: change.label.clone(), ops };
+        let bytes = serde_json::to_vec(&journal).expect("journals serialise");
+        if self.fault == Some(Fault::BeforeJournalCommit) {
+            let temp = self.temp.join("journal.uncommitted");
+            fs::write(&temp, &bytes).map_err(io_error("write", &temp))?;
+            crash(&format!("before committing the journal of {}", change.label));
+        }
+        write_atomic(&self.temp, &self.journal, &bytes)?;
+        self.replay(&journal)
+    }
+
     fn new_batch(&self) -> TrashBatch {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
         TrashBatch::new(now, std::process::id(), self.batch_seq.fetch_add(1, Ordering::Relaxed))
@@ -176,7 +245,7 @@ fn crash(at: &str) -> ! {
     std::process::abort()
 }
 
-fn stamp_of(meta: &fs::Metadata) -> Stamp {
+pub(crate) fn stamp_of(meta: &fs::Metadata) -> Stamp {
     let modified_ns = meta
         .modified()
         .ok()
@@ -218,35 +287,17 @@ impl Storage for LocalStorage {
         // Walk the id's path segment by segment, following a differently
         // cased twin where there is one, so that `Projects/Silica` finds
         // `projects/silica` (or the folder `projects` when no file matches).
+        let generation = self.generation()?;
         let segments: Vec<&str> = id.segments().collect();
         let mut dir = self.root.clone();
         let mut actual: Vec<String> = Vec::new();
-        let mut differs = false;
         for (i, segment) in segments.iter().enumerate() {
-            let wanted =
-                if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
-            let entries = match fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(e) => return Err(io_error("list", &dir)(e)),
-            };
-            let mut found = None;
-            for entry in entries {
-                let name = entry.map_err(io_error("list", &dir))?.file_name();
-                let Some(name) = name.to_str() else { continue };
-                if name == wanted {
-                    found = Some(name.to_owned());
-                    break;
-                }
-                if name.eq_ignore_ascii_case(&wanted) {
-                    found = Some(name.to_owned());
-                }
-            }
-            let Some(name) = found else { break };
-            differs |= name != wanted;
+            let wanted = if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
+            let Some(name) = self.names.find(&dir, generation, &wanted)? else { break };
             dir.push(&name);
             actual.push(name.strip_suffix(".md").unwrap_or(&name).to_owned());
         }
+        let differs = actual.iter().zip(&segments).any(|(a, s)| a != s);
         Ok(if differs { DocId::parse(&actual.join("/")).ok() } else { None })
     }
 
@@ -286,34 +337,20 @@ impl Storage for LocalStorage {
     }
 
     fn apply(&self, change: &Change) -> Result<(), StorageError> {
-        if let ([(id, content)], []) = (change.puts.as_slice(), change.deletes.as_slice()) {
-            // One file: its own atomic rename is the whole transaction.
-            return self.put(id, content);
+        let generation = self.generation()?;
+        let paths: Vec<PathBuf> =
+            change.puts.iter().map(|(id, _)| id).chain(&change.deletes).map(|id| self.doc_path(id)).collect();
+        let edits = Self::edits(change, &paths);
+        self.names.before_change(&edits, generation)?;
+        let applied = self.apply_unrecorded(change);
+        self.set_generation(generation + 1)?;
+        match applied {
+            Ok(()) => self.names.after_change(&edits, generation, generation + 1),
+            Err(e) => {
+                self.names.clear();
+                Err(e)
+            }
         }
-        let batch = self.new_batch();
-        let mut ops: Vec<JournalOp> = change
-            .deletes
-            .iter()
-            .map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() })
-            .collect();
-        ops.extend(
-            change
-                .puts
-                .iter()
-                .map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
-        );
-        for id in change.puts.iter().map(|(id, _)| id) {
-            self.check_real_folders(id)?;
-        }
-        let journal = Journal { label: change.label.clone(), ops };
-        let bytes = serde_json::to_vec(&journal).expect("journals serialise");
-        if self.fault == Some(Fault::BeforeJournalCommit) {
-            let temp = self.temp.join("journal.uncommitted");
-            fs::write(&temp, &bytes).map_err(io_error("write", &temp))?;
-            crash(&format!("before committing the journal of {}", change.label));
-        }
-        write_atomic(&self.temp, &self.journal, &bytes)?;
-        self.replay(&journal)
     }
 
     fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError> {
@@ -347,6 +384,7 @@ impl Storage for LocalStorage {
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
         self.clear_temp()?;
+        self.names.clear();
         let bytes = match fs::read(&self.journal) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -486,6 +524,30 @@ mod tests {
         drop(storage.lock(LockMode::Exclusive).unwrap());
         storage.put(&id("root"), "x").unwrap();
         assert!(storage.trash.is_dir());
+    }
+
+    #[test]
+    fn case_twins_are_found_after_memtree_and_external_changes() {
+        let (dir, storage) = store();
+        let change = |puts: &[&str], deletes: &[&str]| Change {
+            puts: puts.iter().map(|p| (id(p), String::new())).collect(),
+            deletes: deletes.iter().map(|d| id(d)).collect(),
+            label: "t".into(),
+        };
+        storage.apply(&change(&["alpha", "beta"], &[])).unwrap();
+        assert_eq!(storage.find_folded(&id("ALPHA")).unwrap(), Some(id("alpha")));
+        storage.apply(&change(&["Gamma"], &["alpha"])).unwrap();
+        assert_eq!(storage.find_folded(&id("alpha")).unwrap(), None, "a trashed name is forgotten");
+        assert_eq!(storage.find_folded(&id("gamma")).unwrap(), Some(id("Gamma")), "a new name is known");
+        // Another process's write bumps the generation: the cache is not trusted.
+        let other = LocalStorage::open(dir.path()).unwrap();
+        other.apply(&change(&["Delta"], &[])).unwrap();
+        assert_eq!(storage.find_folded(&id("delta")).unwrap(), Some(id("Delta")));
+        // An editor's new file changes the folder's stamp.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(dir.path().join("Epsilon.md"), "").unwrap();
+        assert_eq!(storage.find_folded(&id("epsilon")).unwrap(), Some(id("Epsilon")));
+        assert_eq!(storage.find_folded(&id("beta")).unwrap(), None, "an exact name is no twin");
     }
 
     #[test]
