@@ -101,7 +101,12 @@ impl FolderNames {
 
     /// After the change: apply its edits to the folders still known, which
     /// are now valid at `new_generation`.
-    pub fn after_change(&self, edits: &[Edit<'_>], generation: u64, new_generation: u64) -> Result<(), StorageError> {
+    pub fn after_change(
+        &self,
+        edits: &[Edit<'_>],
+        generation: u64,
+        new_generation: u64,
+    ) -> Result<(), StorageError> {
         let mut folders = self.folders();
         folders.retain(|_, f| f.generation == generation || f.generation == new_generation);
         for edit in edits {

@@ -207,10 +207,16 @@ impl LocalStorage {
             return self.put(id, content);
         }
         let batch = self.new_batch();
-        let mut ops: Vec<JournalOp> =
-            change.deletes.iter().map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() }).collect();
+        let mut ops: Vec<JournalOp> = change
+            .deletes
+            .iter()
+            .map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() })
+            .collect();
         ops.extend(
-            change.puts.iter().map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
+            change
+                .puts
+                .iter()
+                .map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
         );
         for id in change.puts.iter().map(|(id, _)| id) {
             self.check_real_folders(id)?;
@@ -292,7 +298,8 @@ impl Storage for LocalStorage {
         let mut dir = self.root.clone();
         let mut actual: Vec<String> = Vec::new();
         for (i, segment) in segments.iter().enumerate() {
-            let wanted = if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
+            let wanted =
+                if i + 1 == segments.len() { format!("{segment}.md") } else { (*segment).to_owned() };
             let Some(name) = self.names.find(&dir, generation, &wanted)? else { break };
             dir.push(&name);
             actual.push(name.strip_suffix(".md").unwrap_or(&name).to_owned());
