@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter};
-use crate::links::{Links, parse_links};
+use crate::links::{InvalidLink, parse_links};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
 use crate::tree::{Finding, Tree, join};
 
@@ -100,9 +100,9 @@ struct CachedDoc {
     /// Read so soon after its last change that a later change could keep
     /// the same stamp (coarse file-system clocks): parse again next time.
     racy: bool,
-    links: Links,
-    /// `links.ids`, shared with the trees built from this entry.
+    /// The valid links, shared with the trees built from this entry.
     ids: Arc<[DocId]>,
+    invalid: Vec<InvalidLink>,
     problem: Option<String>,
 }
 
@@ -116,10 +116,7 @@ fn build(docs: &HashMap<DocId, CachedDoc>, ignored: &[String]) -> (Arc<Tree>, Ve
             findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
         }
         findings.extend(
-            doc.links
-                .invalid
-                .iter()
-                .map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+            doc.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
         );
         links.insert(id.clone(), Arc::clone(&doc.ids));
     }
@@ -197,11 +194,15 @@ impl Memory {
         let old_text = self.read_existing(id)?;
         let old = front_matter::split(&old_text);
         let old_links = parse_links(old.body).ids;
+        // Sets, so that a document with many thousands of links stays linear.
+        let old_set: HashSet<&DocId> = old_links.iter().collect();
+        let new_set: HashSet<&DocId> = new_links.ids.iter().collect();
 
         let mut created = Vec::new();
+        let mut created_folded: HashMap<String, &DocId> = HashMap::new();
         for link in &new_links.ids {
             if self.storage.stamp(link)?.is_some() {
-                if old_links.contains(link) {
+                if old_set.contains(link) {
                     continue; // A current child.
                 }
                 return Err(self.cross_tree(id, link)?);
@@ -211,7 +212,7 @@ impl Memory {
             if let Some(existing) = self.storage.find_folded(link)? {
                 return Err(MemoryError::CaseCollision { link: link.clone(), existing });
             }
-            if let Some(twin) = created.iter().find(|c: &&DocId| c.folded() == link.folded()) {
+            if let Some(twin) = created_folded.insert(link.folded(), link) {
                 return Err(MemoryError::CaseCollision { link: link.clone(), existing: twin.clone() });
             }
             created.push(link.clone());
@@ -226,9 +227,8 @@ impl Memory {
             return Err(MemoryError::TooLarge { len: text.len(), limit });
         }
 
-        let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_links.ids.contains(l)).collect();
-        let deleted =
-            if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_links.ids)? };
+        let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_set.contains(l)).collect();
+        let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_set)? };
 
         let mut puts = vec![(id.clone(), text)];
         puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
@@ -341,7 +341,7 @@ impl Memory {
         &self,
         id: &DocId,
         removed: &[&DocId],
-        still_linked: &[DocId],
+        still_linked: &HashSet<&DocId>,
     ) -> Result<Vec<DocId>, MemoryError> {
         let tree = self.tree_unlocked()?.0;
         let never = |d: &DocId| d == id || d.is_root() || still_linked.contains(d);
@@ -394,7 +394,9 @@ impl Memory {
                 cached => {
                     let doc = self.parse_for_tree(id, *stamp, now_ns)?;
                     // A racy entry read again unchanged changes nothing.
-                    changed |= cached.is_none_or(|c| c.links != doc.links || c.problem != doc.problem);
+                    changed |= cached.is_none_or(|c| {
+                        c.ids != doc.ids || c.invalid != doc.invalid || c.problem != doc.problem
+                    });
                     cache.docs.insert(id.clone(), doc);
                 }
             }
@@ -421,13 +423,13 @@ impl Memory {
             Ok(None) => String::new(),
             Err(crate::storage::StorageError::InvalidUtf8 { .. }) => {
                 let problem = Some("not valid UTF-8".to_owned());
-                return Ok(CachedDoc { stamp, racy, links: Links::default(), ids: Arc::new([]), problem });
+                return Ok(CachedDoc { stamp, racy, ids: Arc::new([]), invalid: Vec::new(), problem });
             }
             Err(e) => return Err(e.into()),
         };
         let split = front_matter::split(&text);
         let problem = split.yaml.and_then(|yaml| FrontMatter::parse(yaml).err()).map(|e| e.to_string());
         let links = parse_links(split.body);
-        Ok(CachedDoc { stamp, racy, ids: links.ids.clone().into(), links, problem })
+        Ok(CachedDoc { stamp, racy, ids: links.ids.into(), invalid: links.invalid, problem })
     }
 }

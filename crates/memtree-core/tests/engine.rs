@@ -431,3 +431,20 @@ fn the_size_limit_counts_the_stored_document() {
     );
     assert_eq!(memory.read_document(&DocId::root()).unwrap(), format!("{block}# x\n"));
 }
+
+#[test]
+fn a_document_with_ten_thousand_links() {
+    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    let links: String = (0..10_000).map(|i| format!("- [[n{i}]]\n")).collect();
+    let outcome = memory.update_document(&DocId::root(), &links).unwrap();
+    assert_eq!(outcome.created.len(), 10_000);
+    assert_eq!(outcome.created[9_999], id("n9999"));
+    let outcome = memory.update_document(&DocId::root(), &format!("{links}- [[N0]]\n")).unwrap_err();
+    assert_eq!(
+        outcome.report(),
+        "Error: content: [[N0]] differs only in letter case from existing document n0"
+    );
+    let half: String = (0..5_000).map(|i| format!("- [[n{i}]]\n")).collect();
+    assert_eq!(memory.update_document(&DocId::root(), &half).unwrap().deleted.len(), 5_000);
+    assert_eq!(memory.tree().unwrap().len(), 5_001);
+}
