@@ -163,10 +163,6 @@ impl Memory {
         Ok(memory)
     }
 
-    pub fn settings(&self) -> &MemorySettings {
-        &self.settings
-    }
-
     /// The document's Markdown as stored.
     pub fn read_document(&self, id: &DocId) -> Result<String, MemoryError> {
         self.restore_invariants()?;

@@ -166,8 +166,7 @@ impl Tree {
     /// document reachable twice (a broken store) appears under the first
     /// parent met only; documents not reachable from root do not appear.
     pub fn outline(&self) -> Vec<OutlineEntry<'_>> {
-        let root = self.links.get_key_value(&DocId::root()).map(|(k, _)| k);
-        let Some(root) = root else {
+        let Some(root) = self.key(&DocId::root()) else {
             return vec![];
         };
         let mut out = Vec::new();
