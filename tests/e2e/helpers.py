@@ -368,7 +368,9 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
 
     By default the derived-state folder `.memtree/` is left out: it holds
     locks, journals and indexes that may legitimately change on any request;
-    the documents are the source of truth.
+    the documents are the source of truth. With `include_meta`, the journal,
+    trash, lock and temporary files are compared too, but not the search
+    index (`index.sqlite*`), which a server's background indexing touches.
     """
     out: dict[str, bytes] = {}
     if not store.exists():
@@ -376,6 +378,8 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
     for p in sorted(store.rglob("*")):
         rel = p.relative_to(store).as_posix()
         if not include_meta and (rel == META or rel.startswith(META + "/")):
+            continue
+        if rel.startswith(META + "/index.sqlite"):
             continue
         if p.is_file() or p.is_symlink():
             out[rel] = p.read_bytes()

@@ -17,7 +17,8 @@ from helpers import (
     tool_text,
 )
 
-TOOLS = {"read_document", "update_document", "get_document_tree"}
+SEED_TOOLS = {"read_document", "update_document", "get_document_tree"}
+TOOLS = SEED_TOOLS | {"search", "recall"}
 
 
 def _check_tool_schemas(tools: dict[str, dict]) -> None:
@@ -40,6 +41,14 @@ def _check_tool_schemas(tools: dict[str, dict]) -> None:
     tree = tools["get_document_tree"]["inputSchema"]
     assert tree.get("properties", {}) == {}
     assert tree.get("required", []) == []
+
+    search = tools["search"]["inputSchema"]
+    assert set(search.get("properties", {})) == {"query", "limit", "scope", "under", "json"}
+    assert search.get("required", []) == ["query"]
+
+    recall = tools["recall"]["inputSchema"]
+    assert set(recall.get("properties", {})) == {"task", "budget", "scope"}
+    assert recall.get("required", []) == ["task"]
 
 
 def _types(schema: dict) -> list[str]:

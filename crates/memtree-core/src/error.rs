@@ -6,7 +6,8 @@
 //! that the MCP tools and the CLI print the same words.
 
 use crate::doc_id::{DocId, IdError};
-use crate::front_matter::FrontMatterError;
+use crate::front_matter::{FrontMatterError, Scope};
+use crate::index::IndexError;
 use crate::storage::StorageError;
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,12 @@ pub enum MemoryError {
     Unreadable { id: DocId, reason: String },
     #[error("{0}")]
     Storage(#[from] StorageError),
+    #[error("{0}")]
+    Index(#[from] IndexError),
+    #[error("this store is served without a search index")]
+    NoIndex,
+    #[error("{what}")]
+    InvalidArgument { argument: &'static str, what: String },
 }
 
 /// Why a link to an existing document breaks the tree.
@@ -53,6 +60,8 @@ impl MemoryError {
             | MemoryError::FrontMatter(_)
             | MemoryError::TooLarge { .. } => "content",
             MemoryError::Storage(_) => "storage",
+            MemoryError::Index(_) | MemoryError::NoIndex => "index",
+            MemoryError::InvalidArgument { argument, .. } => argument,
         }
     }
 
@@ -75,7 +84,7 @@ impl MemoryError {
     /// Whether the caller can fix it (a user error), as opposed to a fault of
     /// the store or the machine.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, MemoryError::Storage(_))
+        !matches!(self, MemoryError::Storage(_) | MemoryError::Index(_) | MemoryError::NoIndex)
     }
 
     /// The full text an agent or a CLI user sees.
@@ -97,6 +106,21 @@ pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<Do
             argument,
             raw: raw.chars().take(DocId::MAX_LEN + 8).collect(),
             error,
+        }),
+    }
+}
+
+/// Turns an optional raw scope argument into a `Scope`.
+pub fn parse_scope_argument(raw: Option<&str>) -> Result<Option<Scope>, MemoryError> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some("global") => Ok(Some(Scope::Global)),
+        Some("agent") => Ok(Some(Scope::Agent)),
+        Some("project") => Ok(Some(Scope::Project)),
+        Some("ephemeral") => Ok(Some(Scope::Ephemeral)),
+        Some(other) => Err(MemoryError::InvalidArgument {
+            argument: "scope",
+            what: format!("{other:?} is not one of global, agent, project, ephemeral"),
         }),
     }
 }

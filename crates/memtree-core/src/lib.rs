@@ -7,13 +7,19 @@
 pub mod doc_id;
 pub mod error;
 pub mod front_matter;
+pub mod index;
 pub mod links;
 pub mod memory;
+pub mod pack;
+pub mod sections;
 pub mod storage;
 pub mod tree;
 
 pub use doc_id::{DocId, IdError};
-pub use error::{CrossTreeReason, MemoryError, parse_id_argument};
-pub use memory::{Memory, MemorySettings, StoreStatus, UpdateOutcome, ValidationReport};
+pub use error::{CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument};
+pub use front_matter::Scope;
+pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
+pub use memory::{Memory, MemorySettings, Reconciliation, StoreStatus, UpdateOutcome, ValidationReport};
+pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
 pub use tree::{Finding, OutlineEntry, Severity, Tree};

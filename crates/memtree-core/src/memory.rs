@@ -17,8 +17,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
-use crate::front_matter::{self, FrontMatter};
+use crate::front_matter::{self, FrontMatter, Scope};
+use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::links::{InvalidLink, parse_links};
+use crate::pack::{self, Pack};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
 use crate::tree::{Finding, Tree, join};
 
@@ -72,6 +74,31 @@ impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
     }
+}
+
+/// What [`Memory::reconcile`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Reconciliation {
+    pub unchanged: usize,
+    /// Touched but not changed (same content hash).
+    pub restamped: usize,
+    pub indexed: usize,
+    pub removed: usize,
+}
+
+/// `YYYY-MM-DD` of a Unix time (UTC), without a date crate.
+fn civil_date(unix_secs: u64) -> String {
+    // Howard Hinnant's days-from-civil, inverted.
+    let z = (unix_secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// Size and shape of a store, for `status`.
@@ -141,6 +168,8 @@ const RACY_WINDOW_NS: u64 = 100_000_000;
 
 pub struct Memory {
     storage: Arc<dyn Storage>,
+    index: Option<Arc<dyn Index>>,
+    tokens: Option<Arc<dyn TokenCounter>>,
     settings: MemorySettings,
     writer: Mutex<()>,
     cache: Mutex<TreeCache>,
@@ -158,9 +187,26 @@ impl Memory {
         if let Some(r) = &recovered {
             tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
         }
-        let memory = Memory { storage, settings, writer: Mutex::new(()), cache: Mutex::default(), recovered };
+        let memory = Memory {
+            storage,
+            index: None,
+            tokens: None,
+            settings,
+            writer: Mutex::new(()),
+            cache: Mutex::default(),
+            recovered,
+        };
         memory.restore_invariants()?;
         Ok(memory)
+    }
+
+    /// Adds the search index and the token counter of memory packs. The
+    /// index is brought up to date with the documents before first use by
+    /// [`Memory::reconcile`].
+    pub fn with_index(mut self, index: Arc<dyn Index>, tokens: Arc<dyn TokenCounter>) -> Memory {
+        self.index = Some(index);
+        self.tokens = Some(tokens);
+        self
     }
 
     /// The document's Markdown as stored.
@@ -229,7 +275,9 @@ impl Memory {
         let mut puts = vec![(id.clone(), text)];
         puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
         let label = format!("update {id}");
-        self.storage.apply(&Change { puts, deletes: deleted.clone(), label })?;
+        let change = Change { puts, deletes: deleted.clone(), label };
+        self.storage.apply(&change)?;
+        self.index_change(&change);
         Ok(UpdateOutcome { created, deleted })
     }
 
@@ -260,6 +308,169 @@ impl Memory {
             largest: sizes.into_iter().take(5).collect(),
             trash: self.storage.trash_len()?,
         })
+    }
+
+    /// Ranked passages for a plain-words query; every hit is checked against
+    /// the stored document first, so none is from text that is gone.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        scope: Option<Scope>,
+        under: Option<&DocId>,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        if query.trim().is_empty() {
+            return Err(MemoryError::InvalidArgument { argument: "query", what: "empty".to_owned() });
+        }
+        if let Some(under) = under
+            && self.storage.stamp(under)?.is_none()
+        {
+            return Err(MemoryError::NotFound { id: under.clone() });
+        }
+        self.restore_invariants()?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let request = SearchRequest {
+            query: query.to_owned(),
+            limit: limit.clamp(1, 50),
+            scope,
+            under: under.cloned(),
+            today: civil_date(now.as_secs()),
+            now_ns: now.as_nanos() as u64,
+        };
+        // A hit from a document changed since it was indexed (by an editor,
+        // before the watcher or the next reconciliation saw it) is indexed
+        // again and the query run again.
+        for _ in 0..3 {
+            let hits = index.search(&request)?;
+            let mut stale = Vec::new();
+            for hit in &hits {
+                if self.storage.stamp(&hit.id)? != Some(hit.stamp) && !stale.contains(&hit.id) {
+                    stale.push(hit.id.clone());
+                }
+            }
+            if stale.is_empty() {
+                return Ok(hits);
+            }
+            self.refresh(&stale)?;
+        }
+        Ok(index.search(&request)?)
+    }
+
+    /// A memory pack for a task, within `budget` tokens; logs the use of
+    /// every document it draws on.
+    pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
+        let (Some(index), Some(tokens)) = (&self.index, &self.tokens) else {
+            return Err(MemoryError::NoIndex);
+        };
+        if !(50..=100_000).contains(&budget) {
+            return Err(MemoryError::InvalidArgument {
+                argument: "budget",
+                what: format!("{budget} tokens; give 50 to 100000"),
+            });
+        }
+        if task.trim().is_empty() {
+            return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
+        }
+        let hits = self.search(task, 40, scope, None)?;
+        let pack = pack::assemble(&hits, budget, tokens.as_ref());
+        let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        index.record_use(&pack.documents(), now_ns)?;
+        Ok(pack)
+    }
+
+    /// Brings the index up to date with the documents: stamps first, then
+    /// content hashes only where a stamp changed.
+    pub fn reconcile(&self) -> Result<Reconciliation, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        self.restore_invariants()?;
+        let listing = self.storage.list()?;
+        let known: HashMap<DocId, (Stamp, u64)> =
+            index.stamps()?.into_iter().map(|(id, stamp, hash)| (id, (stamp, hash))).collect();
+        let mut report = Reconciliation::default();
+        let mut changed = Vec::new();
+        for (id, stamp) in &listing.docs {
+            match known.get(id) {
+                Some((known_stamp, _)) if known_stamp == stamp => report.unchanged += 1,
+                Some((_, hash)) => match self.storage.read(id) {
+                    Ok(Some(text)) if content_hash(text.as_bytes()) == *hash => {
+                        index.restamp(id, *stamp)?;
+                        report.restamped += 1;
+                    }
+                    _ => changed.push(id.clone()),
+                },
+                None => changed.push(id.clone()),
+            }
+        }
+        report.indexed = changed.len();
+        for chunk in changed.chunks(500) {
+            self.refresh(chunk)?;
+        }
+        let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
+        let gone: Vec<DocId> = known.into_keys().filter(|id| !live.contains(id)).collect();
+        report.removed = gone.len();
+        index.remove(&gone)?;
+        Ok(report)
+    }
+
+    /// Rebuilds the index from every document; `progress(done, total)`.
+    pub fn reindex(&self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        self.restore_invariants()?;
+        let listing = self.storage.list()?;
+        index.clear()?;
+        let total = listing.docs.len();
+        let ids: Vec<DocId> = listing.docs.into_iter().map(|(id, _)| id).collect();
+        for (i, chunk) in ids.chunks(500).enumerate() {
+            self.refresh(chunk)?;
+            progress((i * 500 + chunk.len()).min(total), total);
+        }
+        Ok(total)
+    }
+
+    /// Indexes documents again from their stored text: those a file watcher
+    /// saw change (the gone ones are removed).
+    pub fn reindex_documents(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        self.refresh(ids)
+    }
+
+    /// Index size and pack usage, for `status`.
+    pub fn index_status(&self) -> Result<(IndexStats, Vec<Usage>), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        Ok((index.stats()?, index.usage()?))
+    }
+
+    /// Indexes `ids` again from their stored text (removing the gone ones).
+    fn refresh(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let mut docs = Vec::with_capacity(ids.len());
+        let mut gone = Vec::new();
+        for id in ids {
+            let stamp = self.storage.stamp(id)?;
+            match (stamp, self.storage.read(id)) {
+                (Some(stamp), Ok(Some(text))) => docs.push(IndexedDoc::from_text(id.clone(), &text, stamp)),
+                (_, Err(crate::storage::StorageError::InvalidUtf8 { .. })) => gone.push(id.clone()),
+                (_, Err(e)) => return Err(e.into()),
+                _ => gone.push(id.clone()),
+            }
+        }
+        index.upsert(&docs)?;
+        index.remove(&gone)?;
+        Ok(())
+    }
+
+    /// Keeps the index in step with a change just applied. The documents
+    /// are safe on disk already, so an index failure is logged, not
+    /// returned: the next reconciliation repairs the index.
+    fn index_change(&self, change: &Change) {
+        if self.index.is_none() {
+            return;
+        }
+        let mut ids: Vec<DocId> = change.puts.iter().map(|(id, _)| id.clone()).collect();
+        ids.extend(change.deletes.iter().cloned());
+        if let Err(error) = self.refresh(&ids) {
+            tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+        }
     }
 
     fn read_existing(&self, id: &DocId) -> Result<String, MemoryError> {
@@ -427,5 +638,15 @@ impl Memory {
         let problem = split.yaml.and_then(|yaml| FrontMatter::parse(yaml).err()).map(|e| e.to_string());
         let links = parse_links(split.body);
         Ok(CachedDoc { stamp, racy, ids: links.ids.into(), invalid: links.invalid, problem })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil_date(0), "1970-01-01");
+        assert_eq!(super::civil_date(951_782_400), "2000-02-29");
+        assert_eq!(super::civil_date(1_795_651_018), "2026-11-25");
     }
 }

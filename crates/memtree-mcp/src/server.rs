@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use memtree_core::{Memory, MemoryError, parse_id_argument};
+use memtree_core::{Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -16,7 +16,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, t
 use crate::arguments;
 
 /// Every tool this server can expose, in `tools/list` order.
-pub const TOOL_NAMES: &[&str] = &["read_document", "update_document", "get_document_tree"];
+pub const TOOL_NAMES: &[&str] =
+    &["read_document", "update_document", "get_document_tree", "search", "recall"];
 
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
@@ -47,6 +48,32 @@ pub struct UpdateDocumentArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Plain words or a question.
+    pub query: String,
+    /// Most hits; default 8.
+    pub limit: Option<u32>,
+    /// global, agent, project or ephemeral.
+    pub scope: Option<String>,
+    /// Only this document's subtree.
+    pub under: Option<String>,
+    /// Answer as JSON.
+    pub json: Option<bool>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// The task or question, in your words.
+    pub task: String,
+    /// Token budget; default 1200.
+    pub budget: Option<u32>,
+    /// global, agent, project or ephemeral.
+    pub scope: Option<String>,
+}
 
 /// A `--tools` name that is not a tool.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +142,37 @@ impl MemtreeServer {
         self.run(move |m| {
             let id = parse_id_argument("id", args.id.as_deref())?;
             Ok(m.update_document(&id, &args.content)?.report())
+        })
+        .await
+    }
+
+    #[tool(description = "Find what memory says about a query (plain words or a question): ranked passages \
+                          as [id#heading] score · path, with the matching lines.")]
+    async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let scope = parse_scope_argument(args.scope.as_deref())?;
+            let under = match args.under.as_deref() {
+                Some(raw) => Some(parse_id_argument("under", Some(raw))?),
+                None => None,
+            };
+            let limit = args.limit.map_or(8, |l| l as usize);
+            let hits = m.search(&args.query, limit, scope, under.as_ref())?;
+            Ok(if args.json == Some(true) {
+                serde_json::to_string(&hits).expect("hits serialise")
+            } else {
+                pack::render_hits(&hits)
+            })
+        })
+        .await
+    }
+
+    #[tool(description = "A memory pack for a task: the most relevant passages, cited [id#heading], \
+                          within a token budget. Use at the start of a task.")]
+    async fn recall(&self, Parameters(args): Parameters<RecallArgs>) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let scope = parse_scope_argument(args.scope.as_deref())?;
+            let budget = args.budget.map_or(1200, |b| b as usize);
+            Ok(m.recall(&args.task, budget, scope)?.render())
         })
         .await
     }

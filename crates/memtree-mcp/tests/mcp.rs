@@ -34,17 +34,27 @@ fn text(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
 }
 
+fn list_size(tools: &[rmcp::model::Tool]) -> usize {
+    serde_json::to_string(&serde_json::json!({ "tools": tools })).unwrap().len()
+}
+
 #[tokio::test]
-async fn lists_the_three_tools_within_the_budget() {
+async fn lists_the_tools_within_the_budgets() {
     let client = connect(None).await;
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort();
-    assert_eq!(names, ["get_document_tree", "read_document", "update_document"]);
-    let size = serde_json::to_string(&serde_json::json!({ "tools": tools })).unwrap().len();
-    assert!(size <= 1500, "tools/list is {size} characters; the three seed tools must fit in 1,500");
+    assert_eq!(names, ["get_document_tree", "read_document", "recall", "search", "update_document"]);
+    let size = list_size(&tools);
+    assert!(size <= 6000, "tools/list is {size} characters; the default set must fit in 6,000");
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
     assert!(instructions.contains("[[") && instructions.len() < 1000, "{instructions}");
+
+    let seed: Vec<String> =
+        ["read_document", "update_document", "get_document_tree"].map(String::from).to_vec();
+    let client = connect(Some(&seed)).await;
+    let size = list_size(&client.list_all_tools().await.unwrap());
+    assert!(size <= 1500, "tools/list is {size} characters; the three seed tools must fit in 1,500");
 }
 
 #[tokio::test]
@@ -104,7 +114,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 3);
+    assert_eq!(TOOL_NAMES.len(), 5);
 }
 
 #[tokio::test]

@@ -28,6 +28,12 @@ enum Command {
     Write(commands::write::Args),
     /// Print the document tree
     Tree,
+    /// Search the memory: ranked passages with their place in the tree
+    Search(commands::search::Args),
+    /// A memory pack for a task, within a token budget
+    Query(commands::query::Args),
+    /// Rebuild the search index from the documents
+    Reindex,
     /// Check the tree rules, orphans, unreadable files and the journal
     Validate,
     /// Show document count, sizes and the data folder
@@ -64,6 +70,9 @@ pub fn main() -> ExitCode {
             Command::Read(args) => commands::read::run(&settings, args),
             Command::Write(args) => commands::write::run(&settings, args),
             Command::Tree => commands::tree::run(&settings),
+            Command::Search(args) => commands::search::run(&settings, args),
+            Command::Query(args) => commands::query::run(&settings, args),
+            Command::Reindex => commands::reindex::run(&settings),
             Command::Validate => commands::validate::run(&settings),
             Command::Status => commands::status::run(&settings),
         });

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod settings;
+mod watch;
 
 fn main() -> std::process::ExitCode {
     cli::main()

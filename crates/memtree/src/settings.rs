@@ -21,6 +21,8 @@ pub mod env {
     pub const TOOLS: &str = "MEMTREE_TOOLS";
     /// Log filter (tracing `EnvFilter` syntax); logs go to stderr.
     pub const LOG: &str = "MEMTREE_LOG";
+    /// BPE tokenizer memory packs are counted with.
+    pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -37,6 +39,9 @@ pub struct GlobalArgs {
     /// Largest document accepted, in bytes [env: MEMTREE_MAX_DOCUMENT_BYTES; default 1048576]
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_document_bytes: Option<usize>,
+    /// Tokenizer of memory packs: cl100k_base or o200k_base [env: MEMTREE_TOKENIZER; default cl100k_base]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub tokenizer: Option<String>,
     /// Print data as JSON
     #[arg(long, global = true)]
     pub json: bool,
@@ -46,6 +51,7 @@ pub struct GlobalArgs {
 pub struct Settings {
     pub data_dir: PathBuf,
     pub memory: MemorySettings,
+    pub tokenizer: String,
     pub fault: Option<Fault>,
     pub json: bool,
 }
@@ -73,7 +79,12 @@ impl Settings {
             .map(|raw| raw.parse().map_err(anyhow::Error::msg))
             .transpose()
             .with_context(|| format!("invalid {}", env::FAULT))?;
-        Ok(Settings { data_dir, memory, fault, json: args.json })
+        let tokenizer = args
+            .tokenizer
+            .clone()
+            .or_else(|| var(env::TOKENIZER))
+            .unwrap_or_else(|| "cl100k_base".to_owned());
+        Ok(Settings { data_dir, memory, tokenizer, fault, json: args.json })
     }
 }
 

@@ -21,6 +21,20 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools =
         args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
     let memory = Arc::new(super::open_memory(settings)?);
+    // Index what changed while no server ran, off the request path: the
+    // first request is served at once, and searches check their hits anyway.
+    let background = Arc::clone(&memory);
+    let tokenizer = settings.tokenizer.clone();
+    std::thread::spawn(move || {
+        match background.reconcile() {
+            Ok(report) => tracing::info!(?report, "index reconciled"),
+            Err(error) => tracing::error!(%error, "index reconciliation failed"),
+        }
+        if let Ok(counter) = memtree_index::BpeCounter::new(&tokenizer) {
+            counter.warm_up();
+        }
+    });
+    crate::watch::spawn(settings.data_dir.clone(), Arc::clone(&memory));
     let server = MemtreeServer::new(memory, tools.as_deref())
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");

@@ -1,0 +1,153 @@
+//! The `Index` trait: the derived search index the engine keeps beside the
+//! documents, and the values that cross it.
+//!
+//! Everything in an index can be rebuilt from the documents (`reindex`), so
+//! a backend may be deleted at any time. The engine updates it in the same
+//! operation as every write and checks each hit against the stored document
+//! before returning it.
+
+use crate::doc_id::DocId;
+use crate::front_matter::{self, Confidence, FrontMatter, Scope, Status};
+use crate::links::parse_links;
+use crate::sections::{self, PASSAGE_WORDS, Passage};
+use crate::storage::Stamp;
+
+/// A document as the index stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedDoc {
+    pub id: DocId,
+    pub stamp: Stamp,
+    /// Hash of the document's bytes: tells a touched file from a changed one.
+    pub hash: u64,
+    pub title: String,
+    pub summary: Option<String>,
+    pub tags: Vec<String>,
+    pub scope: Option<Scope>,
+    pub priority: Option<f64>,
+    pub confidence: Option<Confidence>,
+    pub status: Option<Status>,
+    pub expires: Option<String>,
+    /// Children, in link order.
+    pub links: Vec<DocId>,
+    pub passages: Vec<Passage>,
+}
+
+impl IndexedDoc {
+    /// Everything the index needs of a document, from its stored text. A
+    /// document whose front-matter is invalid (edited outside memtree) is
+    /// indexed without metadata rather than left out.
+    pub fn from_text(id: DocId, text: &str, stamp: Stamp) -> IndexedDoc {
+        let split = front_matter::split(text);
+        let fm = split.yaml.and_then(|y| FrontMatter::parse(y).ok()).unwrap_or_default();
+        // Passage lines count from the top of the file, front-matter included.
+        let offset = split.block.map_or(0, |b| b.matches('\n').count());
+        let mut passages = sections::passages(split.body, PASSAGE_WORDS);
+        for passage in &mut passages {
+            passage.line += offset;
+        }
+        IndexedDoc {
+            title: sections::title(split.body).unwrap_or_else(|| id.to_string()),
+            hash: content_hash(text.as_bytes()),
+            links: parse_links(split.body).ids,
+            passages,
+            summary: fm.summary,
+            tags: fm.tags,
+            scope: fm.scope,
+            priority: fm.priority,
+            confidence: fm.confidence,
+            status: fm.status,
+            expires: fm.expires,
+            id,
+            stamp,
+        }
+    }
+}
+
+/// FNV-1a: a hash that stays the same across builds, unlike std's.
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// What to look for. The query is plain words: any character is text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    pub scope: Option<Scope>,
+    /// Only documents in this subtree (itself included).
+    pub under: Option<DocId>,
+    /// Today, `YYYY-MM-DD`: memory whose `expires` is before it is stale.
+    pub today: String,
+    /// Unix time in nanoseconds, for recency.
+    pub now_ns: u64,
+}
+
+/// One passage that matched.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Hit {
+    pub id: DocId,
+    pub heading: String,
+    pub heading_path: Vec<String>,
+    pub score: f64,
+    /// Ids from root down to the document's parent.
+    pub path: Vec<DocId>,
+    /// The matching lines with a little context, matches marked `**…**`.
+    pub excerpt: String,
+    /// The whole passage, for memory packs.
+    #[serde(skip)]
+    pub text: String,
+    pub line: usize,
+    #[serde(skip)]
+    pub scope: Option<Scope>,
+    /// The stamp of the document the passage was indexed from.
+    #[serde(skip)]
+    pub stamp: Stamp,
+}
+
+/// Documents most and least used by memory packs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Usage {
+    pub id: DocId,
+    pub count: u64,
+    pub last_used_ns: u64,
+}
+
+/// Size and freshness of an index, for `status`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct IndexStats {
+    pub documents: usize,
+    pub passages: usize,
+    pub bytes: u64,
+    pub location: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index {location}: {reason}")]
+    Backend { location: String, reason: String },
+}
+
+/// A full-text index of passages with document metadata, links and usage.
+pub trait Index: Send + Sync {
+    /// Replaces everything the index holds for each of `docs`.
+    fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError>;
+    fn remove(&self, ids: &[DocId]) -> Result<(), IndexError>;
+    /// Every indexed document's stamp and hash, for reconciliation.
+    fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError>;
+    /// Records that a document with an unchanged hash now has `stamp`.
+    fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError>;
+    /// Ranked passages, best first; deprecated and expired memory excluded.
+    fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, IndexError>;
+    fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;
+    /// Every used document, most used first.
+    fn usage(&self) -> Result<Vec<Usage>, IndexError>;
+    fn stats(&self) -> Result<IndexStats, IndexError>;
+    /// Forgets every document (usage is kept).
+    fn clear(&self) -> Result<(), IndexError>;
+}
+
+/// Counts tokens the way the agent's model does (a real BPE tokenizer).
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, text: &str) -> usize;
+    fn name(&self) -> &str;
+}

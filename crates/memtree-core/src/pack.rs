@@ -1,0 +1,273 @@
+//! Memory packs (seed 003): the passages most relevant to a task, assembled
+//! under a hard token budget, grouped by scope, near-duplicates removed, each
+//! cited `[id#heading]` so the agent can read the source.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use crate::doc_id::DocId;
+use crate::front_matter::Scope;
+use crate::index::{Hit, TokenCounter};
+
+/// Passages scoring below this share of the best one are not relevant.
+const RELEVANCE_FLOOR: f64 = 0.3;
+/// Word-shingle overlap above which two passages say the same thing.
+const DUPLICATE_OVERLAP: f64 = 0.6;
+/// A passage longer than this many tokens enters a pack as its excerpt.
+const WHOLE_PASSAGE_TOKENS: usize = 160;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Pack {
+    pub budget: usize,
+    pub used: usize,
+    pub tokenizer: String,
+    pub entries: Vec<PackEntry>,
+    /// Relevant passages left out for lack of budget, as citations.
+    pub left_out: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PackEntry {
+    pub id: DocId,
+    pub citation: String,
+    pub group: &'static str,
+    pub text: String,
+    pub score: f64,
+}
+
+/// `[id#heading]`, or `[id]` for text before the first heading.
+pub fn citation(id: &DocId, heading: &str) -> String {
+    if heading.is_empty() { format!("[{id}]") } else { format!("[{id}#{heading}]") }
+}
+
+const GROUPS: [&str; 5] = ["Global", "Agent", "Project", "Ephemeral", "Unscoped"];
+
+fn group(scope: Option<Scope>) -> &'static str {
+    match scope {
+        Some(Scope::Global) => GROUPS[0],
+        Some(Scope::Agent) => GROUPS[1],
+        Some(Scope::Project) => GROUPS[2],
+        Some(Scope::Ephemeral) => GROUPS[3],
+        None => GROUPS[4],
+    }
+}
+
+fn shingles(text: &str) -> HashSet<String> {
+    let words: Vec<String> =
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    if words.len() < 3 {
+        return words.into_iter().collect();
+    }
+    words.windows(3).map(|w| w.join(" ")).collect()
+}
+
+fn overlap(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    let smaller = a.len().min(b.len());
+    if smaller == 0 {
+        return 0.0;
+    }
+    a.intersection(b).count() as f64 / smaller as f64
+}
+
+/// Assembles a pack from ranked hits (best first).
+pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack {
+    let top = hits.first().map_or(0.0, |h| h.score);
+    let mut accepted: Vec<(PackEntry, HashSet<String>, usize)> = Vec::new();
+    let mut left_out = Vec::new();
+    let mut pack =
+        Pack { budget, used: 0, tokenizer: counter.name().to_owned(), entries: vec![], left_out: vec![] };
+    for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
+        let text = if counter.count(&hit.text) > WHOLE_PASSAGE_TOKENS {
+            hit.excerpt.replace("**", "")
+        } else {
+            hit.text.clone()
+        };
+        let fingerprint = shingles(&text);
+        if accepted.iter().any(|(_, other, _)| overlap(&fingerprint, other) >= DUPLICATE_OVERLAP) {
+            continue;
+        }
+        let entry = PackEntry {
+            id: hit.id.clone(),
+            citation: citation(&hit.id, &hit.heading),
+            group: group(hit.scope),
+            text,
+            score: hit.score,
+        };
+        let cost = counter.count(&render_entry(&entry)) + 1;
+        let estimate: usize = accepted.iter().map(|(_, _, c)| c).sum::<usize>() + cost;
+        pack.entries = accepted.iter().map(|(e, _, _)| e.clone()).chain([entry.clone()]).collect();
+        if estimate <= budget && counter.count(&pack.render()) <= budget {
+            accepted.push((entry, fingerprint, cost));
+        } else {
+            left_out.push(entry.citation);
+        }
+    }
+    pack.entries = accepted.into_iter().map(|(e, _, _)| e).collect();
+    pack.left_out = left_out;
+    // The header states the count of the final text, so count until stable.
+    for _ in 0..3 {
+        let used = counter.count(&pack.render());
+        if used == pack.used {
+            break;
+        }
+        pack.used = used;
+    }
+    while pack.used > budget && !pack.entries.is_empty() {
+        let dropped = pack.entries.pop().expect("not empty");
+        pack.left_out.insert(0, dropped.citation);
+        pack.used = counter.count(&pack.render());
+    }
+    pack
+}
+
+fn render_entry(entry: &PackEntry) -> String {
+    let mut lines = entry.text.lines();
+    let mut out = format!("- {} {}\n", entry.citation, lines.next().unwrap_or(""));
+    for line in lines {
+        if !line.trim().is_empty() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+impl Pack {
+    pub fn render(&self) -> String {
+        let mut out = format!("# Memory pack ({}/{} tokens)\n", self.used, self.budget);
+        if self.entries.is_empty() {
+            out.push_str("Nothing relevant in memory.\n");
+        }
+        for name in GROUPS {
+            let entries: Vec<&PackEntry> = self.entries.iter().filter(|e| e.group == name).collect();
+            if entries.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "## {name}");
+            for entry in entries {
+                out.push_str(&render_entry(entry));
+            }
+        }
+        if !self.left_out.is_empty() {
+            let _ = writeln!(out, "Left out (budget): {}", self.left_out.join(" "));
+        }
+        out
+    }
+
+    /// The documents the pack draws on, each once.
+    pub fn documents(&self) -> Vec<DocId> {
+        let mut seen = HashSet::new();
+        self.entries.iter().filter(|e| seen.insert(e.id.clone())).map(|e| e.id.clone()).collect()
+    }
+}
+
+/// The answer of `search`: one hit per line pair, compact.
+pub fn render_hits(hits: &[Hit]) -> String {
+    if hits.is_empty() {
+        return "No matches.\n".to_owned();
+    }
+    let mut out = String::new();
+    for (i, hit) in hits.iter().enumerate() {
+        let path: Vec<&str> = hit.path.iter().map(DocId::as_str).collect();
+        let _ = writeln!(
+            out,
+            "{}. {} {:.2} · {}",
+            i + 1,
+            citation(&hit.id, &hit.heading),
+            hit.score,
+            path.join(" › ")
+        );
+        for line in hit.excerpt.lines() {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Stamp;
+
+    /// Counts words: enough to test budgets without a BPE table.
+    struct Words;
+    impl TokenCounter for Words {
+        fn count(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+        fn name(&self) -> &str {
+            "words"
+        }
+    }
+
+    fn hit(id: &str, heading: &str, score: f64, scope: Option<Scope>, text: &str) -> Hit {
+        Hit {
+            id: DocId::parse(id).unwrap(),
+            heading: heading.into(),
+            heading_path: vec![heading.into()],
+            score,
+            path: vec![DocId::root()],
+            excerpt: text.into(),
+            text: text.into(),
+            line: 1,
+            scope,
+            stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
+        }
+    }
+
+    #[test]
+    fn groups_by_scope_and_cites_each_entry() {
+        let hits = [
+            hit("proj", "DB", 9.0, Some(Scope::Project), "postgres on port 5433"),
+            hit("conv", "Style", 8.0, Some(Scope::Global), "use rustfmt defaults"),
+            hit("tmp", "", 7.0, Some(Scope::Ephemeral), "deploy frozen this week"),
+            hit("me", "Tone", 6.0, Some(Scope::Agent), "answer briefly"),
+        ];
+        let pack = assemble(&hits, 200, &Words);
+        let text = pack.render();
+        assert_eq!(
+            text,
+            format!(
+                "# Memory pack ({}/200 tokens)\n## Global\n- [conv#Style] use rustfmt defaults\n## Agent\n- [me#Tone] answer briefly\n\
+                 ## Project\n- [proj#DB] postgres on port 5433\n## Ephemeral\n- [tmp] deploy frozen this week\n",
+                pack.used
+            )
+        );
+        assert_eq!(pack.used, Words.count(&text));
+    }
+
+    #[test]
+    fn the_budget_is_hard_and_what_did_not_fit_is_listed() {
+        let (long_a, long_b) = ("alpha ".repeat(40), "beta ".repeat(40));
+        let hits = [
+            hit("a", "A", 9.0, None, &long_a),
+            hit("b", "B", 8.0, None, &long_b),
+            hit("c", "C", 7.0, None, "short fact"),
+        ];
+        let pack = assemble(&hits, 60, &Words);
+        assert!(pack.used <= 60, "{}", pack.render());
+        assert_eq!(pack.entries.iter().map(|e| e.citation.as_str()).collect::<Vec<_>>(), ["[a#A]", "[c#C]"]);
+        assert_eq!(pack.left_out, ["[b#B]"]);
+        assert!(pack.render().ends_with("Left out (budget): [b#B]\n"));
+    }
+
+    #[test]
+    fn near_duplicates_and_weak_hits_are_dropped() {
+        let hits = [
+            hit("a", "Port", 9.0, None, "The staging database listens on port 5433 since March"),
+            hit("b", "Port", 8.5, None, "the staging database listens on port 5433 since March."),
+            hit("c", "Other", 1.0, None, "unrelated but matched one word"),
+        ];
+        let pack = assemble(&hits, 500, &Words);
+        assert_eq!(pack.entries.len(), 1);
+        assert!(pack.left_out.is_empty());
+        assert_eq!(pack.documents(), [DocId::parse("a").unwrap()]);
+    }
+
+    #[test]
+    fn an_empty_pack_says_so() {
+        assert_eq!(
+            assemble(&[], 100, &Words).render(),
+            "# Memory pack (9/100 tokens)\nNothing relevant in memory.\n"
+        );
+    }
+}

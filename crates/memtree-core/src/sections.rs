@@ -1,0 +1,186 @@
+//! A document body cut into passages: the units of search hits and memory
+//! packs.
+//!
+//! Headings come from the Markdown parser (a `#` line inside a code block is
+//! not a heading). Each stretch of text between two headings is one passage,
+//! labelled with the path of headings above it; a stretch longer than
+//! `max_words` is cut at line boundaries into windows, so that a hit or a
+//! pack entry costs a few hundred tokens at most, not a whole document.
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+/// One passage of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passage {
+    /// Headings above the passage, outermost first; empty for text before
+    /// the first heading.
+    pub heading_path: Vec<String>,
+    /// The passage's Markdown, headings excluded.
+    pub text: String,
+    /// 1-based line of the passage's first line in the body.
+    pub line: usize,
+}
+
+impl Passage {
+    /// The innermost heading, or `""` for text before the first heading.
+    pub fn heading(&self) -> &str {
+        self.heading_path.last().map_or("", String::as_str)
+    }
+}
+
+/// Passages of at most this many words (≈ 250 BPE tokens of English).
+pub const PASSAGE_WORDS: usize = 180;
+
+struct Heading {
+    level: HeadingLevel,
+    text: String,
+    /// Byte range of the whole heading line(s).
+    start: usize,
+    end: usize,
+}
+
+fn headings(body: &str) -> Vec<Heading> {
+    let mut out = Vec::new();
+    let mut current: Option<Heading> = None;
+    for (event, range) in Parser::new_ext(body, Options::ENABLE_WIKILINKS).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                current = Some(Heading { level, text: String::new(), start: range.start, end: range.end });
+            }
+            Event::End(TagEnd::Heading(_)) => out.extend(current.take()),
+            Event::Text(t) | Event::Code(t) if current.is_some() => {
+                current.as_mut().expect("checked").text.push_str(&t);
+            }
+            _ => {}
+        }
+    }
+    for h in &mut out {
+        h.text = h.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    out
+}
+
+/// The text of the first level-1 heading, if any.
+pub fn title(body: &str) -> Option<String> {
+    headings(body).into_iter().find(|h| h.level == HeadingLevel::H1).map(|h| h.text).filter(|t| !t.is_empty())
+}
+
+/// The body's passages, in document order; blank stretches are skipped.
+pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
+    let heads = headings(body);
+    let mut out = Vec::new();
+    let mut path: Vec<(HeadingLevel, String)> = Vec::new();
+    let mut cursor = 0;
+    let mut label: Vec<String> = Vec::new();
+    for h in heads.iter().map(Some).chain([None]) {
+        let end = h.map_or(body.len(), |h| h.start);
+        if end > cursor {
+            push_windows(body, cursor, end, &label, max_words, &mut out);
+        }
+        let Some(h) = h else { break };
+        while path.last().is_some_and(|(level, _)| *level >= h.level) {
+            path.pop();
+        }
+        path.push((h.level, h.text.clone()));
+        label = path.iter().map(|(_, t)| t.clone()).collect();
+        cursor = h.end;
+    }
+    out
+}
+
+fn push_windows(
+    body: &str,
+    start: usize,
+    end: usize,
+    label: &[String],
+    max_words: usize,
+    out: &mut Vec<Passage>,
+) {
+    let first_line = body[..start].matches('\n').count() + 1;
+    let mut window = String::new();
+    let mut window_line = first_line;
+    let mut words = 0;
+    for (i, line) in body[start..end].split_inclusive('\n').enumerate() {
+        let line_words = line.split_whitespace().count();
+        if words > 0 && words + line_words > max_words {
+            flush(&mut window, label, window_line, out);
+            words = 0;
+        }
+        if window.is_empty() {
+            window_line = first_line + i;
+        }
+        window.push_str(line);
+        words += line_words;
+    }
+    flush(&mut window, label, window_line, out);
+}
+
+fn flush(window: &mut String, label: &[String], line: usize, out: &mut Vec<Passage>) {
+    let text = window.trim();
+    if !text.is_empty() {
+        let skipped = window.len() - window.trim_start().len();
+        let line = line + window[..skipped].matches('\n').count();
+        out.push(Passage { heading_path: label.to_vec(), text: text.to_owned(), line });
+    }
+    window.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(body: &str, expect: &[(&[&str], &str, usize)]) {
+        let got = passages(body, PASSAGE_WORDS);
+        let got: Vec<(Vec<&str>, &str, usize)> = got
+            .iter()
+            .map(|p| (p.heading_path.iter().map(String::as_str).collect(), p.text.as_str(), p.line))
+            .collect();
+        let expect: Vec<(Vec<&str>, &str, usize)> =
+            expect.iter().map(|(h, t, l)| (h.to_vec(), *t, *l)).collect();
+        assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn text_between_headings_is_labelled_with_the_heading_path() {
+        check(
+            "intro line\n\n# Title\n\nabout\n\n## Setup\nrun `make`\n\n### Linux\napt\n\n## Usage\nuse it\n",
+            &[
+                (&[], "intro line", 1),
+                (&["Title"], "about", 5),
+                (&["Title", "Setup"], "run `make`", 8),
+                (&["Title", "Setup", "Linux"], "apt", 11),
+                (&["Title", "Usage"], "use it", 14),
+            ],
+        );
+    }
+
+    #[test]
+    fn hashes_in_code_are_not_headings_and_empty_sections_vanish() {
+        check(
+            "# A\n\n```sh\n# not a heading\n```\n# B\n\n# C\ntext\n",
+            &[(&["A"], "```sh\n# not a heading\n```", 3), (&["C"], "text", 9)],
+        );
+    }
+
+    #[test]
+    fn setext_and_inline_markup_in_headings() {
+        check(
+            "Big *Title*\n===\nbody\n## The `serve` command\nx\n",
+            &[(&["Big Title"], "body", 3), (&["Big Title", "The serve command"], "x", 5)],
+        );
+        assert_eq!(title("# メモ帳\n\n- a\n").as_deref(), Some("メモ帳"));
+        assert_eq!(title("## only h2\n"), None);
+    }
+
+    #[test]
+    fn long_sections_are_cut_at_lines_and_lose_no_text() {
+        let lines: Vec<String> = (0..100).map(|i| format!("line {i} has five words")).collect();
+        let body = format!("## Log\n{}\n", lines.join("\n"));
+        let got = passages(&body, 50);
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|p| p.heading_path == ["Log"] && p.text.split_whitespace().count() <= 50));
+        let rejoined: Vec<&str> = got.iter().flat_map(|p| p.text.lines()).collect();
+        assert_eq!(rejoined, lines);
+        assert_eq!(got[1].line, 12);
+    }
+}

@@ -1,0 +1,11 @@
+//! memtree's derived search index: [`SqliteIndex`] (SQLite FTS5 over
+//! passages, with metadata, links, typo vocabulary and usage in the same
+//! file) and [`BpeCounter`], the real tokenizer memory packs are counted with.
+//! Deleting the index loses nothing: `memtree reindex` rebuilds it.
+
+mod sqlite;
+mod text;
+mod tokens;
+
+pub use sqlite::SqliteIndex;
+pub use tokens::BpeCounter;

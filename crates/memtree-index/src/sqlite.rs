@@ -1,0 +1,471 @@
+//! `SqliteIndex`: the index in one SQLite file, `.memtree/index.sqlite`.
+//!
+//! FTS5 (BM25, Porter stemming over unicode61 words, CJK as bigrams) over
+//! passages, beside plain tables for document metadata, links (for the path
+//! from root and subtree filters), the typo vocabulary and pack usage. WAL
+//! and a busy timeout let several memtree processes share the file; it is
+//! derived data, so `synchronous=NORMAL` is enough.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use memtree_core::front_matter::{Confidence, Scope, Status};
+use memtree_core::{DocId, Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, Stamp, Usage};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms, vocabulary};
+
+const SCHEMA_VERSION: &str = "1";
+
+/// BM25 weights of the FTS columns: id, title, headings, summary and tags,
+/// body, CJK bigrams. Where a word appears says how much it is about it.
+const WEIGHTS: &str = "5.0, 3.0, 3.0, 2.0, 1.0, 1.0";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs(
+    id TEXT PRIMARY KEY, len INTEGER NOT NULL, mtime INTEGER NOT NULL, tag INTEGER NOT NULL, hash INTEGER NOT NULL,
+    title TEXT NOT NULL, summary TEXT, tags TEXT NOT NULL, scope TEXT, priority REAL, confidence TEXT,
+    status TEXT, expires TEXT);
+CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, child TEXT NOT NULL,
+    PRIMARY KEY(parent, ord));
+CREATE INDEX IF NOT EXISTS links_child ON links(child);
+CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL, heading_path TEXT NOT NULL,
+    text TEXT NOT NULL, line INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
+    content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS vocab(word TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
+";
+
+pub struct SqliteIndex {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+fn backend(path: &Path) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
+    move |e| IndexError::Backend { location: path.display().to_string(), reason: e.to_string() }
+}
+
+impl SqliteIndex {
+    /// Opens (creating if needed) the index at `path`. An index of another
+    /// schema version is emptied: it is derived data, rebuilt by reconciling.
+    pub fn open(path: impl Into<PathBuf>) -> Result<SqliteIndex, IndexError> {
+        let path = path.into();
+        let err = backend(&path);
+        let conn = Connection::open(&path).map_err(&err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(&err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(&err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(&err)?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
+            .optional()
+            .or_else(|_| Ok::<_, rusqlite::Error>(None))
+            .map_err(&err)?;
+        if version.as_deref().is_some_and(|v| v != SCHEMA_VERSION) {
+            conn.execute_batch(
+                "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;
+                 DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS vocab;",
+            )
+            .map_err(&err)?;
+        }
+        conn.execute_batch(SCHEMA).map_err(&err)?;
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])
+            .map_err(&err)?;
+        drop(err);
+        Ok(SqliteIndex { conn: Mutex::new(conn), path })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
+        backend(&self.path)
+    }
+}
+
+fn scope_str(scope: Option<Scope>) -> Option<&'static str> {
+    scope.map(|s| match s {
+        Scope::Global => "global",
+        Scope::Agent => "agent",
+        Scope::Project => "project",
+        Scope::Ephemeral => "ephemeral",
+    })
+}
+
+fn scope_from(s: Option<String>) -> Option<Scope> {
+    match s.as_deref() {
+        Some("global") => Some(Scope::Global),
+        Some("agent") => Some(Scope::Agent),
+        Some("project") => Some(Scope::Project),
+        Some("ephemeral") => Some(Scope::Ephemeral),
+        _ => None,
+    }
+}
+
+/// Deletes every row of `ids` from the index tables, inside `tx`.
+fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str]) -> rusqlite::Result<()> {
+    let mut rows = tx.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1")?;
+    let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
+    for id in ids {
+        let rowids: Vec<i64> = rows.query_map([id], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        for rowid in rowids {
+            del_fts.execute([rowid])?;
+        }
+        tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
+        tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
+        tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
+    }
+    Ok(())
+}
+
+/// Words of an id as text: `projects/silica_notes` → `projects silica notes`.
+fn id_text(id: &DocId) -> String {
+    id.as_str().replace(['/', '_', '-'], " ")
+}
+
+impl Index for SqliteIndex {
+    fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.err())?;
+        (|| -> rusqlite::Result<()> {
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            delete_docs(&tx, &ids)?;
+            let mut doc_stmt = tx.prepare_cached(
+                "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?;
+            let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
+            let mut passage_stmt =
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line) VALUES (?1, ?2, ?3, ?4)")?;
+            let mut fts_stmt = tx.prepare_cached(
+                "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let mut vocab_stmt = tx.prepare_cached("INSERT OR IGNORE INTO vocab(word) VALUES (?1)")?;
+            for doc in docs {
+                doc_stmt.execute(params![
+                    doc.id.as_str(),
+                    doc.stamp.len as i64,
+                    doc.stamp.modified_ns as i64,
+                    doc.stamp.tag as i64,
+                    doc.hash as i64,
+                    doc.title,
+                    doc.summary,
+                    doc.tags.join(" "),
+                    scope_str(doc.scope),
+                    doc.priority,
+                    doc.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
+                    doc.status.map(|s| if s == Status::Deprecated { "deprecated" } else { "active" }),
+                    doc.expires,
+                ])?;
+                for (ord, child) in doc.links.iter().enumerate() {
+                    link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
+                }
+                let meta = format!("{} {}", doc.summary.as_deref().unwrap_or(""), doc.tags.join(" "));
+                let mut words: HashSet<String> = HashSet::new();
+                words.extend(vocabulary(&doc.title));
+                words.extend(vocabulary(&meta));
+                for passage in &doc.passages {
+                    let headings = passage.heading_path.join(" › ");
+                    passage_stmt.execute(params![
+                        doc.id.as_str(),
+                        serde_json::to_string(&passage.heading_path).expect("strings serialise"),
+                        passage.text,
+                        passage.line as i64,
+                    ])?;
+                    let rowid = tx.last_insert_rowid();
+                    let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
+                    fts_stmt.execute(params![rowid, id_text(&doc.id), doc.title, headings, meta, passage.text, cjk])?;
+                    words.extend(vocabulary(&passage.text));
+                    words.extend(vocabulary(&headings));
+                }
+                for word in words {
+                    vocab_stmt.execute([word])?;
+                }
+            }
+            Ok(())
+        })()
+        .map_err(self.err())?;
+        tx.commit().map_err(self.err())
+    }
+
+    fn remove(&self, ids: &[DocId]) -> Result<(), IndexError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.err())?;
+        let ids: Vec<&str> = ids.iter().map(DocId::as_str).collect();
+        delete_docs(&tx, &ids).map_err(self.err())?;
+        tx.commit().map_err(self.err())
+    }
+
+    fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id, len, mtime, tag, hash FROM docs").map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    Stamp {
+                        len: r.get::<_, i64>(1)? as u64,
+                        modified_ns: r.get::<_, i64>(2)? as u64,
+                        tag: r.get::<_, i64>(3)? as u64,
+                    },
+                    r.get::<_, i64>(4)? as u64,
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, stamp, hash) = row.map_err(self.err())?;
+            // A row whose id is no longer valid is left for `clear`/`remove`.
+            if let Ok(id) = DocId::parse(&id) {
+                out.push((id, stamp, hash));
+            }
+        }
+        Ok(out)
+    }
+
+    fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError> {
+        self.conn()
+            .execute(
+                "UPDATE docs SET len = ?2, mtime = ?3, tag = ?4 WHERE id = ?1",
+                params![id.as_str(), stamp.len as i64, stamp.modified_ns as i64, stamp.tag as i64],
+            )
+            .map(drop)
+            .map_err(self.err())
+    }
+
+    fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, IndexError> {
+        let mut terms = query_terms(&request.query);
+        if terms.is_empty() {
+            return Ok(vec![]);
+        }
+        let conn = self.conn();
+        let err = self.err();
+        // Typo tolerance for short queries: a word that matches nothing is
+        // joined by the known words one or two edits away.
+        if terms.len() <= 4 {
+            let mut extra = Vec::new();
+            for term in terms.iter().filter(|t| t.chars().count() >= 4 && !t.chars().any(crate::text::is_cjk))
+            {
+                let found: i64 = conn
+                    .query_row(
+                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1)",
+                        [fts_literal(term)],
+                        |r| r.get(0),
+                    )
+                    .map_err(&err)?;
+                if found == 0 {
+                    extra.extend(near_words(&conn, term).map_err(&err)?);
+                }
+            }
+            terms.extend(extra);
+        }
+        let expression = terms.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR ");
+        let subtree: Option<HashSet<String>> = match &request.under {
+            Some(under) => Some(subtree(&conn, under.as_str()).map_err(&err)?),
+            None => None,
+        };
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT p.doc, p.heading_path, p.text, p.line, bm25(fts, {WEIGHTS}) AS rank,
+                        d.len, d.mtime, d.tag, d.scope, d.priority, d.confidence, u.count
+                 FROM fts JOIN passages p ON p.rowid = fts.rowid JOIN docs d ON d.id = p.doc
+                      LEFT JOIN usage u ON u.id = p.doc
+                 WHERE fts MATCH ?1
+                   AND (d.status IS NULL OR d.status != 'deprecated')
+                   AND (d.expires IS NULL OR substr(d.expires, 1, 10) >= ?2)
+                   AND (?3 IS NULL OR d.scope = ?3)
+                 ORDER BY rank LIMIT ?4"
+            ))
+            .map_err(&err)?;
+        let candidates = (request.limit * 5).max(50) as i64;
+        let rows = stmt
+            .query_map(params![expression, request.today, scope_str(request.scope), candidates], |r| {
+                Ok(Row {
+                    doc: r.get(0)?,
+                    heading_path: r.get(1)?,
+                    text: r.get(2)?,
+                    line: r.get::<_, i64>(3)? as usize,
+                    rank: r.get(4)?,
+                    stamp: Stamp {
+                        len: r.get::<_, i64>(5)? as u64,
+                        modified_ns: r.get::<_, i64>(6)? as u64,
+                        tag: r.get::<_, i64>(7)? as u64,
+                    },
+                    scope: r.get(8)?,
+                    priority: r.get(9)?,
+                    tentative: r.get::<_, Option<String>>(10)?.as_deref() == Some("tentative"),
+                    uses: r.get::<_, Option<i64>>(11)?.unwrap_or(0) as u64,
+                })
+            })
+            .map_err(&err)?;
+        let mut hits = Vec::new();
+        for row in rows {
+            let row = row.map_err(&err)?;
+            if subtree.as_ref().is_some_and(|s| !s.contains(&row.doc)) {
+                continue;
+            }
+            let Ok(id) = DocId::parse(&row.doc) else { continue };
+            let score = -row.rank * signals(&row, request.now_ns);
+            let heading_path: Vec<String> = serde_json::from_str(&row.heading_path).unwrap_or_default();
+            hits.push(Hit {
+                heading: heading_path.last().cloned().unwrap_or_default(),
+                heading_path,
+                score,
+                path: Vec::new(),
+                excerpt: excerpt(&row.text, &terms),
+                text: row.text,
+                line: row.line,
+                scope: scope_from(row.scope),
+                stamp: row.stamp,
+                id,
+            });
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(request.limit);
+        let mut paths: HashMap<DocId, Vec<DocId>> = HashMap::new();
+        for hit in &mut hits {
+            if !paths.contains_key(&hit.id) {
+                let path = path_to(&conn, &hit.id).map_err(&err)?;
+                paths.insert(hit.id.clone(), path);
+            }
+            hit.path = paths[&hit.id].clone();
+        }
+        Ok(hits)
+    }
+
+    fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(self.err())?;
+        for id in ids {
+            tx.execute(
+                "INSERT INTO usage(id, count, last_ns) VALUES (?1, 1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET count = count + 1, last_ns = ?2",
+                params![id.as_str(), now_ns as i64],
+            )
+            .map_err(self.err())?;
+        }
+        tx.commit().map_err(self.err())
+    }
+
+    fn usage(&self) -> Result<Vec<Usage>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT u.id, u.count, u.last_ns FROM usage u JOIN docs d ON d.id = u.id ORDER BY u.count DESC, u.last_ns DESC")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, count, last) = row.map_err(self.err())?;
+            if let Ok(id) = DocId::parse(&id) {
+                out.push(Usage { id, count: count as u64, last_used_ns: last as u64 });
+            }
+        }
+        Ok(out)
+    }
+
+    fn stats(&self) -> Result<IndexStats, IndexError> {
+        let conn = self.conn();
+        let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(self.err());
+        let documents = count("SELECT count(*) FROM docs")? as usize;
+        let passages = count("SELECT count(*) FROM passages")? as usize;
+        let pages = count("PRAGMA page_count")? as u64;
+        let page_size = count("PRAGMA page_size")? as u64;
+        let wal = std::fs::metadata(self.path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+        Ok(IndexStats {
+            documents,
+            passages,
+            bytes: pages * page_size + wal,
+            location: self.path.display().to_string(),
+        })
+    }
+
+    fn clear(&self) -> Result<(), IndexError> {
+        self.conn()
+            .execute_batch(
+                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM vocab; COMMIT;",
+            )
+            .map_err(self.err())
+    }
+}
+
+struct Row {
+    doc: String,
+    heading_path: String,
+    text: String,
+    line: usize,
+    rank: f64,
+    stamp: Stamp,
+    scope: Option<String>,
+    priority: Option<f64>,
+    tentative: bool,
+    uses: u64,
+}
+
+/// The document signals of the spec, as a factor on BM25: priority,
+/// confidence, recency of the last change, and use in memory packs.
+fn signals(row: &Row, now_ns: u64) -> f64 {
+    let priority = 0.8 + 0.4 * row.priority.unwrap_or(0.5);
+    let confidence = if row.tentative { 0.9 } else { 1.0 };
+    let age_days = now_ns.saturating_sub(row.stamp.modified_ns) as f64 / 86_400e9;
+    let recency = 1.0 + 0.15 * (-age_days / 60.0).exp();
+    let usage = 1.0 + 0.05 * (1.0 + row.uses as f64).ln();
+    priority * confidence * recency * usage
+}
+
+/// Known words one edit from `term` (two for long words), best three.
+fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
+    let limit = if term.chars().count() >= 8 { 2 } else { 1 };
+    let first: String = term.chars().take(1).collect();
+    let mut stmt =
+        conn.prepare_cached("SELECT word FROM vocab WHERE word >= ?1 AND word < ?1 || char(1114111)")?;
+    let mut near: Vec<(usize, String)> = stmt
+        .query_map([first], |r| r.get::<_, String>(0))?
+        .filter_map(Result::ok)
+        .filter_map(|w| {
+            let d = edit_distance(term, &w, limit);
+            (d <= limit && w != term).then_some((d, w))
+        })
+        .collect();
+    near.sort();
+    Ok(near.into_iter().take(3).map(|(_, w)| w).collect())
+}
+
+/// Ids from root down to the parent of `id`, following the indexed links.
+fn path_to(conn: &Connection, id: &DocId) -> rusqlite::Result<Vec<DocId>> {
+    let mut stmt = conn.prepare_cached("SELECT parent FROM links WHERE child = ?1 LIMIT 1")?;
+    let mut path = Vec::new();
+    let mut seen = HashSet::from([id.as_str().to_owned()]);
+    let mut current = id.as_str().to_owned();
+    while let Some(parent) = stmt.query_row([&current], |r| r.get::<_, String>(0)).optional()? {
+        if !seen.insert(parent.clone()) {
+            break;
+        }
+        if let Ok(p) = DocId::parse(&parent) {
+            path.push(p);
+        }
+        current = parent;
+    }
+    path.reverse();
+    Ok(path)
+}
+
+/// `under` and every document below it, by the indexed links.
+fn subtree(conn: &Connection, under: &str) -> rusqlite::Result<HashSet<String>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION SELECT l.child FROM links l JOIN sub ON l.parent = sub.id)
+         SELECT id FROM sub",
+    )?;
+    stmt.query_map([under], |r| r.get(0))?.collect()
+}

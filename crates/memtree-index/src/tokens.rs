@@ -1,0 +1,55 @@
+//! `BpeCounter`: token counts from OpenAI's BPE tables (tiktoken-rs), which
+//! ship inside the crate: no download at run time.
+
+use memtree_core::TokenCounter;
+use tiktoken_rs::CoreBPE;
+
+pub struct BpeCounter {
+    name: &'static str,
+    bpe: fn() -> &'static CoreBPE,
+}
+
+impl BpeCounter {
+    /// `cl100k_base` (GPT-4, a close stand-in for Claude's counts) or
+    /// `o200k_base`. The table loads on first use (about 0.2 s).
+    pub fn new(name: &str) -> Result<BpeCounter, String> {
+        match name {
+            "cl100k_base" | "cl100k" => {
+                Ok(BpeCounter { name: "cl100k_base", bpe: tiktoken_rs::cl100k_base_singleton })
+            }
+            "o200k_base" | "o200k" => {
+                Ok(BpeCounter { name: "o200k_base", bpe: tiktoken_rs::o200k_base_singleton })
+            }
+            other => Err(format!("unknown tokenizer {other:?} (cl100k_base or o200k_base)")),
+        }
+    }
+
+    /// Loads the table now, so the first memory pack does not wait for it.
+    pub fn warm_up(&self) {
+        (self.bpe)();
+    }
+}
+
+impl TokenCounter for BpeCounter {
+    fn count(&self, text: &str) -> usize {
+        (self.bpe)().encode_ordinary(text).len()
+    }
+
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_real_bpe_tokens() {
+        let counter = BpeCounter::new("cl100k_base").unwrap();
+        assert_eq!(counter.count("hello world"), 2);
+        assert_eq!(counter.count(""), 0);
+        assert!(counter.count("メモ帳") >= 2);
+        assert!(BpeCounter::new("gpt2").is_err());
+    }
+}

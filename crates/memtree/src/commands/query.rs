@@ -1,0 +1,33 @@
+//! `memtree query TASK --budget N --scope S`: a memory pack (seed 003).
+
+use std::process::ExitCode;
+
+use memtree_core::parse_scope_argument;
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task or question
+    #[arg(required = true, num_args = 1..)]
+    task: Vec<String>,
+    /// Token budget
+    #[arg(long, default_value_t = 1200)]
+    budget: usize,
+    /// global, agent, project or ephemeral
+    #[arg(long)]
+    scope: Option<String>,
+}
+
+pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
+    let scope = parse_scope_argument(args.scope.as_deref())?;
+    let memory = super::open_reconciled(settings)?;
+    let pack = memory.recall(&args.task.join(" "), args.budget, scope)?;
+    if settings.json {
+        super::print_json(&pack)?;
+    } else {
+        super::print(&pack.render())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
