@@ -293,6 +293,7 @@ impl Memory {
         if let Some(r) = &self.recovered {
             findings.push(Finding::Recovered { label: r.label.clone(), replayed: r.replayed });
         }
+        findings.extend(self.index_health()?);
         Ok(ValidationReport { documents: tree.len(), findings })
     }
 
@@ -426,6 +427,36 @@ impl Memory {
             progress((i * 500 + chunk.len()).min(total), total);
         }
         Ok(total)
+    }
+
+    /// How far the index is from the documents, without changing either.
+    fn index_health(&self) -> Result<Option<Finding>, MemoryError> {
+        let Some(index) = &self.index else {
+            return Ok(None);
+        };
+        let listing = self.storage.list()?;
+        let known: HashMap<DocId, Stamp> =
+            index.stamps()?.into_iter().map(|(id, stamp, _)| (id, stamp)).collect();
+        let mut examples = Vec::new();
+        let (mut missing, mut stale) = (0, 0);
+        for (id, stamp) in &listing.docs {
+            match known.get(id) {
+                None => missing += 1,
+                Some(s) if s != stamp => stale += 1,
+                Some(_) => continue,
+            }
+            if examples.len() < 3 {
+                examples.push(id.clone());
+            }
+        }
+        let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
+        let extra = known.keys().filter(|id| !live.contains(id)).count();
+        Ok((missing + stale + extra > 0).then_some(Finding::IndexOutOfDate {
+            missing,
+            stale,
+            extra,
+            examples,
+        }))
     }
 
     /// Indexes documents again from their stored text: those a file watcher

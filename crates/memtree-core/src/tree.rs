@@ -40,6 +40,9 @@ pub enum Finding {
     IgnoredFile { path: String },
     /// An interrupted change was completed when the store was opened.
     Recovered { label: String, replayed: usize },
+    /// The search index disagrees with the documents (fixed by the next
+    /// reconciliation, or `memtree reindex`).
+    IndexOutOfDate { missing: usize, stale: usize, extra: usize, examples: Vec<DocId> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -72,7 +75,9 @@ impl Finding {
     pub fn severity(&self) -> Severity {
         match self {
             Finding::Recovered { .. } => Severity::Info,
-            Finding::MissingChild { .. } | Finding::IgnoredFile { .. } => Severity::Warning,
+            Finding::MissingChild { .. } | Finding::IgnoredFile { .. } | Finding::IndexOutOfDate { .. } => {
+                Severity::Warning
+            }
             _ => Severity::Error,
         }
     }
@@ -96,6 +101,12 @@ impl std::fmt::Display for Finding {
             Finding::Recovered { label, replayed } => {
                 write!(f, "journal: completed interrupted change ({label}; {replayed} operations)")
             }
+            Finding::IndexOutOfDate { missing, stale, extra, examples } => write!(
+                f,
+                "index: {missing} documents missing, {stale} stale, {extra} no longer in the store (e.g. {}); \
+                 `memtree reindex` rebuilds it",
+                join(examples)
+            ),
         }
     }
 }

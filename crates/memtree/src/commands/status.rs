@@ -2,13 +2,26 @@
 
 use std::process::ExitCode;
 
+use memtree_core::{Finding, Usage};
+
 use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let status = super::open_memory(settings)?.status()?;
+    let memory = super::open_memory(settings)?;
+    let status = memory.status()?;
+    let (index, usage) = memory.index_status()?;
+    let fresh = memory.validate()?.findings.into_iter().find(|f| matches!(f, Finding::IndexOutOfDate { .. }));
+    let most: Vec<&Usage> = usage.iter().take(5).collect();
+    let least: Vec<&Usage> = usage.iter().rev().take(5).collect();
     if settings.json {
-        super::print_json(&status)?;
+        super::print_json(&serde_json::json!({
+            "store": status,
+            "index": index,
+            "index_fresh": fresh.is_none(),
+            "most_used": most,
+            "least_used": least,
+        }))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!(
@@ -20,6 +33,20 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
         for (id, len) in &status.largest {
             out.push_str(&format!("  {id}: {len} bytes\n"));
         }
+    }
+    out.push_str(&format!(
+        "index: {} documents, {} passages, {} bytes, {}\n",
+        index.documents,
+        index.passages,
+        index.bytes,
+        fresh.map_or_else(|| "up to date".to_owned(), |f| f.to_string())
+    ));
+    let line = |u: &&Usage| format!("  {}: {} packs\n", u.id, u.count);
+    if !most.is_empty() {
+        out.push_str("most used in memory packs:\n");
+        out.extend(most.iter().map(line));
+        out.push_str("least used:\n");
+        out.extend(least.iter().map(line));
     }
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)

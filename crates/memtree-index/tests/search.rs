@@ -1,0 +1,190 @@
+//! The engine with the SQLite index over a local store: every write is
+//! searchable at once, nothing stale comes back, packs keep their budget.
+
+use std::sync::Arc;
+
+use memtree_core::front_matter::Scope;
+use memtree_core::{DocId, Finding, Memory, MemorySettings, TokenCounter};
+use memtree_index::{BpeCounter, SqliteIndex};
+use memtree_store::LocalStorage;
+
+fn id(s: &str) -> DocId {
+    DocId::parse(s).unwrap()
+}
+
+fn open(dir: &std::path::Path) -> Memory {
+    let storage = LocalStorage::open(dir).unwrap();
+    let index = SqliteIndex::open(dir.join(".memtree/index.sqlite")).unwrap();
+    Memory::open(Arc::new(storage), MemorySettings::default())
+        .unwrap()
+        .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()))
+}
+
+fn store() -> (tempfile::TempDir, Memory) {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let write = |doc: &str, text: &str| memory.update_document(&id(doc), text).unwrap();
+    write("root", "# Memory\n- [[infra]]\n- [[people]]\n- [[old_notes]]\n- [[scratch]]\n");
+    write(
+        "infra",
+        "---\nsummary: Hosts and databases\nscope: project\n---\n# Infrastructure\n\n## Databases\n\
+         Staging PostgreSQL 15.4 listens on port 5433 on db-staging.\n\n## Deploy\nRelease with `make deploy` \
+         once CI is green.\n- [[infra/runbooks]]\n",
+    );
+    write(
+        "infra/runbooks",
+        "# Runbooks\n\n## Connection refused\nIf clients get \"connection refused\" (port 5432), restart pgbouncer.\n",
+    );
+    write(
+        "people",
+        "---\nscope: global\n---\n# People\n\n## Alice\nAlice is the engineering manager; she prefers written updates.\n\n\
+         ## 会議\n毎週月曜日にメモ帳を更新する。\n",
+    );
+    write(
+        "old_notes",
+        "---\nstatus: deprecated\n---\n# Old\n\n## Databases\nStaging PostgreSQL listens on port 6543.\n",
+    );
+    write(
+        "scratch",
+        "---\nscope: ephemeral\nexpires: 2020-01-01\n---\n# Scratch\nStaging port is being migrated.\n",
+    );
+    (dir, memory)
+}
+
+fn cites(memory: &Memory, query: &str) -> Vec<String> {
+    memory.search(query, 8, None, None).unwrap().iter().map(|h| format!("{}#{}", h.id, h.heading)).collect()
+}
+
+#[test]
+fn questions_in_plain_words_find_the_section() {
+    let (_dir, memory) = store();
+    assert_eq!(cites(&memory, "What port does the staging postgres listen on?")[0], "infra#Databases");
+    let hit = &memory.search("staging postgres port", 8, None, None).unwrap()[0];
+    assert_eq!(hit.path, [id("root")]);
+    assert!(hit.excerpt.contains("**PostgreSQL**") && hit.excerpt.contains("**port**"), "{}", hit.excerpt);
+    assert_eq!(hit.line, 8, "lines count from the top of the file");
+}
+
+#[test]
+fn query_syntax_is_text() {
+    let (_dir, memory) = store();
+    for query in [
+        "\"connection refused\" (port 5432) -- AND fix:",
+        "connection AND refused",
+        "-refused NOT",
+        "port:5432",
+        "pgbouncer*",
+        "\"unterminated pgbouncer",
+    ] {
+        assert_eq!(
+            cites(&memory, query).first().map(String::as_str),
+            Some("infra/runbooks#Connection refused"),
+            "{query}"
+        );
+    }
+    assert!(cites(&memory, "?!:()\"").is_empty());
+}
+
+#[test]
+fn japanese_and_typos_are_found() {
+    let (_dir, memory) = store();
+    assert_eq!(cites(&memory, "メモ帳")[0], "people#会議");
+    assert_eq!(cites(&memory, "月曜日の会議")[0], "people#会議");
+    assert_eq!(cites(&memory, "pgbounser")[0], "infra/runbooks#Connection refused");
+}
+
+#[test]
+fn deprecated_and_expired_memory_stays_out() {
+    let (_dir, memory) = store();
+    let all = cites(&memory, "staging port");
+    assert!(all.iter().all(|c| !c.starts_with("old_notes") && !c.starts_with("scratch")), "{all:?}");
+}
+
+#[test]
+fn filters_by_scope_and_subtree() {
+    let (_dir, memory) = store();
+    let global: Vec<_> = memory.search("manager updates port", 8, Some(Scope::Global), None).unwrap();
+    assert!(!global.is_empty() && global.iter().all(|h| h.id == id("people")));
+    let under = memory.search("port", 8, None, Some(&id("infra/runbooks"))).unwrap();
+    assert_eq!(under.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["infra/runbooks"]);
+    assert_eq!(under[0].path, [id("root"), id("infra")]);
+    assert_eq!(
+        memory.search("port", 8, None, Some(&id("nope"))).unwrap_err().report(),
+        "Error: id: not found"
+    );
+}
+
+#[test]
+fn every_write_is_searchable_and_pruned_text_is_gone() {
+    let (_dir, memory) = store();
+    memory.update_document(&id("people"), "# People\n\n## Bob\nBob owns the zeppelin project.\n").unwrap();
+    assert_eq!(cites(&memory, "zeppelin"), ["people#Bob"]);
+    assert!(cites(&memory, "engineering manager").is_empty());
+    memory.update_document(&id("root"), "# Memory\n- [[people]]\n").unwrap();
+    assert!(cites(&memory, "pgbouncer").is_empty(), "a pruned subtree leaves the index");
+}
+
+#[test]
+fn an_external_edit_never_returns_stale_text() {
+    let (dir, memory) = store();
+    assert_eq!(cites(&memory, "pgbouncer")[0], "infra/runbooks#Connection refused");
+    std::fs::write(dir.path().join("infra/runbooks.md"), "# Runbooks\n\n## Disk full\nRotate the logs.\n")
+        .unwrap();
+    assert!(cites(&memory, "pgbouncer").is_empty());
+    assert_eq!(cites(&memory, "rotate logs"), ["infra/runbooks#Disk full"]);
+}
+
+#[test]
+fn reconciliation_and_reindex_rebuild_from_the_files() {
+    let (dir, memory) = store();
+    std::fs::write(dir.path().join("infra/runbooks.md"), "# Runbooks\nQuokka sightings.\n").unwrap();
+    std::fs::remove_file(dir.path().join("scratch.md")).unwrap();
+    let report = memory.reconcile().unwrap();
+    assert_eq!((report.indexed, report.removed), (1, 1));
+    assert_eq!(memory.reconcile().unwrap().indexed, 0);
+    std::fs::remove_file(dir.path().join(".memtree/index.sqlite")).unwrap();
+    let _ = std::fs::remove_file(dir.path().join(".memtree/index.sqlite-wal"));
+    let _ = std::fs::remove_file(dir.path().join(".memtree/index.sqlite-shm"));
+    let fresh = open(dir.path());
+    assert!(
+        fresh
+            .validate()
+            .unwrap()
+            .findings
+            .iter()
+            .any(|f| matches!(f, Finding::IndexOutOfDate { missing: 5, .. }))
+    );
+    let mut calls = 0;
+    assert_eq!(fresh.reindex(&mut |_, _| calls += 1).unwrap(), 5);
+    assert!(calls >= 1);
+    assert_eq!(cites(&fresh, "quokka"), ["infra/runbooks#Runbooks"]);
+    assert!(!fresh.validate().unwrap().findings.iter().any(|f| matches!(f, Finding::IndexOutOfDate { .. })));
+}
+
+#[test]
+fn packs_keep_the_budget_group_by_scope_and_log_use() {
+    let (_dir, memory) = store();
+    let pack = memory.recall("who is the manager and what is the staging database port", 1200, None).unwrap();
+    let text = pack.render();
+    let counter = BpeCounter::new("cl100k_base").unwrap();
+    assert_eq!(pack.used, counter.count(&text));
+    assert!(
+        text.starts_with(&format!("# Memory pack ({}/1200 tokens)\n## Global\n- [people#Alice]", pack.used)),
+        "{text}"
+    );
+    assert!(text.contains("## Project\n- [infra#Databases]"), "{text}");
+    assert!(!text.contains("6543"), "deprecated memory is left out: {text}");
+    let small = memory.recall("who is the manager and what is the staging database port", 50, None).unwrap();
+    assert!(small.used <= 50 && !small.left_out.is_empty(), "{}", small.render());
+    let (_, usage) = memory.index_status().unwrap();
+    assert_eq!(usage.iter().find(|u| u.id == id("people")).map(|u| u.count), Some(2));
+    assert!(memory.recall("x", 10, None).unwrap_err().report().starts_with("Error: budget: "));
+}
+
+#[test]
+fn two_processes_share_one_index() {
+    let (dir, first) = store();
+    let second = open(dir.path());
+    first.update_document(&id("people"), "# People\nCarol joined the platform team.\n").unwrap();
+    assert_eq!(cites(&second, "carol platform"), ["people#People"]);
+}
