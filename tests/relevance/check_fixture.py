@@ -504,6 +504,16 @@ def run_memtree(binary: Path, report: Report) -> str:
         env.pop("DATA_DIR", None)
         env.pop("ROOT_TEMPLATE", None)
         env["HOME"] = tmp
+        # A fresh copy has no search index yet; build it first when this
+        # memtree has `reindex`, so that an out-of-date index is no finding.
+        helptext = subprocess.run([str(binary), "--help"], capture_output=True, text=True, env=env)
+        if re.search(r"^\s+reindex\b", helptext.stdout, flags=re.M):
+            idx = subprocess.run(
+                [str(binary), "--data-dir", str(copy), "reindex"],
+                capture_output=True, text=True, env=env, timeout=300,
+            )
+            if idx.returncode != 0:
+                report.error("memtree reindex", f"exit status {idx.returncode}:\n{idx.stderr.strip()}")
         proc = subprocess.run(
             [str(binary), "--data-dir", str(copy), "validate"],
             capture_output=True,
