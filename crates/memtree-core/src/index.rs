@@ -132,6 +132,8 @@ pub trait Index: Send + Sync {
     /// Replaces everything the index holds for each of `docs`.
     fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError>;
     fn remove(&self, ids: &[DocId]) -> Result<(), IndexError>;
+    /// One indexed document's stamp, if it is indexed.
+    fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError>;
     /// Every indexed document's stamp and hash, for reconciliation.
     fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError>;
     /// Records that a document with an unchanged hash now has `stamp`.

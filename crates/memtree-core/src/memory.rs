@@ -459,10 +459,18 @@ impl Memory {
         }))
     }
 
-    /// Indexes documents again from their stored text: those a file watcher
-    /// saw change (the gone ones are removed).
-    pub fn reindex_documents(&self, ids: &[DocId]) -> Result<(), MemoryError> {
-        self.refresh(ids)
+    /// Indexes documents again from their stored text where the file's
+    /// stamp differs from the indexed one (the gone ones are removed): those
+    /// a file watcher saw change, which include memtree's own writes.
+    pub fn reindex_changed(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let mut changed = Vec::new();
+        for id in ids {
+            if self.storage.stamp(id)? != index.stamp(id)? {
+                changed.push(id.clone());
+            }
+        }
+        self.refresh(&changed)
     }
 
     /// Index size and pack usage, for `status`.

@@ -206,6 +206,19 @@ impl Index for SqliteIndex {
         tx.commit().map_err(self.err())
     }
 
+    fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError> {
+        self.conn()
+            .query_row("SELECT len, mtime, tag FROM docs WHERE id = ?1", [id.as_str()], |r| {
+                Ok(Stamp {
+                    len: r.get::<_, i64>(0)? as u64,
+                    modified_ns: r.get::<_, i64>(1)? as u64,
+                    tag: r.get::<_, i64>(2)? as u64,
+                })
+            })
+            .optional()
+            .map_err(self.err())
+    }
+
     fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError> {
         let conn = self.conn();
         let mut stmt = conn.prepare("SELECT id, len, mtime, tag, hash FROM docs").map_err(self.err())?;

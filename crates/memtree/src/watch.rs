@@ -65,7 +65,7 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>) {
                 let outcome = if rescan {
                     memory.reconcile().map(drop)
                 } else {
-                    memory.reindex_documents(&ids.into_iter().collect::<Vec<_>>())
+                    memory.reindex_changed(&ids.into_iter().collect::<Vec<_>>())
                 };
                 if let Err(error) = outcome {
                     tracing::warn!(%error, "indexing changed files failed");
