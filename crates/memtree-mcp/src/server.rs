@@ -22,7 +22,8 @@ pub const TOOL_NAMES: &[&str] =
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
 Persistent memory: a tree of Markdown documents under `root`. \
-Start with read_document() to see what is known, and follow [[id]] links down. \
+At the start of a task call recall(task) for what memory knows about it; search(query) finds facts, \
+cited [id#heading]; read_document(id) shows a whole document. \
 Writing a [[new_id]] link into a document (update_document) creates that child; \
 removing a link deletes the child and its whole subtree. \
 A document may link only its own children; ids are [A-Za-z0-9_-] words, `/` for folders. \
