@@ -77,7 +77,8 @@ const SLASH_MAX_DEPTH: usize = 3;
 /// No document deeper than this (root = 0).
 const MAX_DEPTH: usize = 6;
 
-const FUNCTION_WORDS: &[&str] = &[
+/// Short words that carry no topic; queries leave them out.
+pub const FUNCTION_WORDS: &[&str] = &[
     "the", "a", "of", "to", "and", "in", "for", "is", "on", "that", "with", "as", "it", "by", "this", "be",
     "are", "from", "at", "or", "we", "not", "when", "which", "after", "before", "each", "every", "only",
     "then", "because", "still", "also", "but", "so", "if", "until", "while", "than", "into", "over", "under",

@@ -1,5 +1,6 @@
-//! `memtree-bench`: generates stores of 1k/10k/100k documents and measures
-//! `memtree serve` through the real MCP stdio channel (SPEC section 5).
+//! `memtree-bench`: generates stores of 1k/10k/100k documents, builds their
+//! search index with `memtree reindex`, and measures `memtree serve` through
+//! the real MCP stdio channel (SPEC section 5).
 //!
 //! Prints one Markdown table per store size (medians over repetitions, with
 //! the spread of p50 across them so noise shows) and writes every raw sample
@@ -7,6 +8,7 @@
 
 mod generate;
 mod measure;
+mod queries;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ use clap::Parser;
 use serde_json::json;
 
 use crate::generate::{Generated, Prose};
-use crate::measure::{Plan, RepResult, Targets};
+use crate::measure::{Plan, RECALL_BUDGET, RepResult, SEARCH_LIMIT, SearchSample, Targets};
 
 /// Benchmark memtree serve over MCP stdio on generated stores.
 #[derive(Debug, Parser)]
@@ -57,6 +59,7 @@ struct Args {
 const TARGET_DOCS: usize = 10_000;
 const READ_P50_MS: f64 = 1.0;
 const UPDATE_P50_MS: f64 = 2.0;
+const SEARCH_P50_MS: f64 = 2.0;
 const COLD_START_MS: f64 = 50.0;
 const PEAK_RSS_MIB: f64 = 48.0;
 
@@ -163,39 +166,56 @@ async fn bench_size(
         bail!("sync --file-system {} failed: {status}", store.display());
     }
     eprintln!("[{n}] synced to disk in {:.1} s", synced.elapsed().as_secs_f64());
+    let index = build_index(bin, &store)?;
+    eprintln!(
+        "[{n}] reindex: {} docs in {:.1} s, index {:.1} MiB",
+        index.documents,
+        index.seconds,
+        index.bytes() as f64 / 1048576.0
+    );
     let validation = validate(bin, &store, Duration::from_secs(args.validate_timeout)).await?;
     eprintln!("[{n}] validate: {validation}");
 
     let mut targets = Targets { ids: generated.ids.clone(), leaves: generated.leaves.clone() };
     let tree_ops = if n >= 50_000 { 20 } else { args.ops.min(100) };
+    let search_ops = if n >= 50_000 { args.ops.min(100) } else { args.ops };
     let load_before = load_average();
     let mut reps = Vec::with_capacity(args.reps);
     for rep in 0..args.reps {
-        let plan = Plan { bin, store: &store, ops: args.ops, tree_ops, seed: args.seed ^ n as u64, rep };
+        let plan =
+            Plan { bin, store: &store, ops: args.ops, search_ops, tree_ops, seed: args.seed ^ n as u64, rep };
         let result = measure::run_rep(&plan, &mut targets, prose)
             .await
             .with_context(|| format!("{n} docs, rep {rep}"))?;
         eprintln!(
-            "[{n}] rep {rep}: cold {:.1} ms, read p50 {:.3} ms, update p50 {:.3} ms, +link p50 {:.3} ms, \
-             -link p50 {:.3} ms, tree p50 {:.1} ms, peak {} KiB",
+            "[{n}] rep {rep}: cold {:.1} ms, read p50 {:.3} ms, search p50 {:.3} ms, recall p50 {:.2} ms, \
+             update p50 {:.3} ms, +link p50 {:.3} ms, -link p50 {:.3} ms, tree p50 {:.1} ms, peak {} KiB, \
+             reconcile {:.0} ms unchanged, {:.0} ms with {} changed",
             result.spawn_to_first_read_ms,
             percentile(&result.read_ms, 50.0),
+            percentile(&result.search_ms, 50.0),
+            percentile(&result.recall_ms, 50.0),
             percentile(&result.update_same_links_ms, 50.0),
             percentile(&result.update_new_link_ms, 50.0),
             percentile(&result.update_remove_link_ms, 50.0),
             percentile(&result.tree_ms, 50.0),
-            result.peak_rss_kib
+            result.peak_rss_kib,
+            result.reconcile_unchanged.ms,
+            result.reconcile_changed.ms,
+            result.changed_files,
         );
         reps.push(result);
     }
     let load_after = load_average();
 
-    let section = table(n, &generated, &validation, &reps, tree_ops, &load_before, &load_after);
+    let section = table(n, &generated, &index, &validation, &reps, tree_ops, &load_before, &load_after);
     let raw = json!({
         "documents": n,
         "generated": generated,
+        "index_build": index,
         "validate": validation,
         "tree_ops": tree_ops,
+        "search_ops": search_ops,
         "load_average_before": load_before,
         "load_average_after": load_after,
         "reps": reps,
@@ -204,6 +224,51 @@ async fn bench_size(
         eprintln!("[{n}] kept the store at {}", store.display());
     }
     Ok((section, raw))
+}
+
+/// What `memtree reindex --json` took on the freshly generated store, and
+/// the index it left.
+#[derive(Debug, serde::Serialize)]
+struct IndexBuild {
+    documents: usize,
+    /// As `reindex` reports it: listing, reading, parsing and inserting.
+    seconds: f64,
+    /// The whole process, start and exit included.
+    wall_seconds: f64,
+    /// `.memtree/index.sqlite` and its `-wal`, after the process exited.
+    sqlite_bytes: u64,
+    wal_bytes: u64,
+}
+
+impl IndexBuild {
+    fn bytes(&self) -> u64 {
+        self.sqlite_bytes + self.wal_bytes
+    }
+}
+
+fn build_index(bin: &Path, store: &Path) -> anyhow::Result<IndexBuild> {
+    let started = Instant::now();
+    let output =
+        std::process::Command::new(bin).arg("--data-dir").arg(store).args(["reindex", "--json"]).output()?;
+    let wall_seconds = started.elapsed().as_secs_f64();
+    if !output.status.success() {
+        bail!(
+            "memtree reindex failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("memtree reindex --json printed no JSON")?;
+    let size = |name: &str| std::fs::metadata(store.join(".memtree").join(name)).map_or(0, |m| m.len());
+    Ok(IndexBuild {
+        documents: report["documents"].as_u64().context("no documents in reindex's JSON")? as usize,
+        seconds: report["seconds"].as_f64().context("no seconds in reindex's JSON")?,
+        wall_seconds,
+        sqlite_bytes: size("index.sqlite"),
+        wal_bytes: size("index.sqlite-wal"),
+    })
 }
 
 /// `memtree validate` must pass before a store is worth measuring.
@@ -267,8 +332,17 @@ struct Row {
 }
 
 fn series(reps: &[RepResult], samples: impl Fn(&RepResult) -> &[f64]) -> Row {
-    let p50s: Vec<f64> = reps.iter().map(|r| percentile(samples(r), 50.0)).collect();
-    let p95s: Vec<f64> = reps.iter().map(|r| percentile(samples(r), 95.0)).collect();
+    spread(reps.iter().map(|r| samples(r).to_vec()).collect())
+}
+
+fn series_usize(reps: &[RepResult], samples: impl Fn(&RepResult) -> &[usize]) -> Row {
+    spread(reps.iter().map(|r| samples(r).iter().map(|&v| v as f64).collect()).collect())
+}
+
+/// The row of one series of samples per rep.
+fn spread(per_rep: Vec<Vec<f64>>) -> Row {
+    let p50s: Vec<f64> = per_rep.iter().map(|samples| percentile(samples, 50.0)).collect();
+    let p95s: Vec<f64> = per_rep.iter().map(|samples| percentile(samples, 95.0)).collect();
     Row {
         p50: median(&p50s),
         p95: Some(median(&p95s)),
@@ -287,9 +361,18 @@ fn fold(values: &[f64], f: fn(f64, f64) -> f64) -> f64 {
     values.iter().copied().reduce(f).unwrap_or(f64::NAN)
 }
 
+/// The share of searches whose target was among the hits, in percent, of
+/// those made of `words` words from the note.
+fn hit_rate(samples: &[SearchSample], words: impl Fn(usize) -> bool) -> f64 {
+    let chosen: Vec<bool> = samples.iter().filter(|s| words(s.query.words)).map(|s| s.hit).collect();
+    100.0 * chosen.iter().filter(|hit| **hit).count() as f64 / chosen.len() as f64
+}
+
+#[allow(clippy::too_many_arguments)]
 fn table(
     n: usize,
     generated: &Generated,
+    index: &IndexBuild,
     validation: &str,
     reps: &[RepResult],
     tree_ops: usize,
@@ -307,6 +390,18 @@ fn table(
         generated.seconds,
         reps.len(),
     );
+    out.push_str(&format!(
+        "Index build (`memtree reindex --json`, once, before the sessions): {} documents in {:.2} s, \
+         {} documents/s ({:.2} s for the whole process); index on disk {:.1} MiB \
+         (`index.sqlite` {:.1} MiB + `-wal` {:.1} MiB).\n\n",
+        thousands(index.documents),
+        index.seconds,
+        thousands((index.documents as f64 / index.seconds).round() as usize),
+        index.wall_seconds,
+        index.bytes() as f64 / 1048576.0,
+        index.sqlite_bytes as f64 / 1048576.0,
+        index.wal_bytes as f64 / 1048576.0,
+    ));
     out.push_str("| measure | p50 | p95 | p50 min–max over reps | SPEC §5 target (at 10k) | met |\n");
     out.push_str("|---|---:|---:|---:|---|:-:|\n");
     let ms_cell = |v: f64| fmt_ms(v);
@@ -336,6 +431,39 @@ fn table(
         &ms_cell,
     );
     row("read_document", series(reps, |r| &r.read_ms), Some((READ_P50_MS, "p50 < 1 ms")), &ms_cell);
+    let search_ops = reps.first().map_or(0, |r| r.search_ms.len());
+    row(
+        &format!("search (limit {SEARCH_LIMIT}; {search_ops} calls)"),
+        series(reps, |r| &r.search_ms),
+        Some((SEARCH_P50_MS, "p50 < 2 ms")),
+        &ms_cell,
+    );
+    let percent = |v: f64| format!("{v:.0} %");
+    row(
+        &format!("search hit@{SEARCH_LIMIT}, 1-word queries (target note among the hits)"),
+        single(reps, |r| hit_rate(&r.search_queries, |w| w == 1)),
+        None,
+        &percent,
+    );
+    row(
+        &format!("search hit@{SEARCH_LIMIT}, 2–3-word queries"),
+        single(reps, |r| hit_rate(&r.search_queries, |w| w >= 2)),
+        None,
+        &percent,
+    );
+    row(
+        &format!("recall (budget {RECALL_BUDGET}; {search_ops} calls)"),
+        series(reps, |r| &r.recall_ms),
+        None,
+        &ms_cell,
+    );
+    let tokens = |v: f64| format!("{v:.0} tokens");
+    row(
+        "recall, tokens used (N of the pack header)",
+        series_usize(reps, |r| &r.recall_tokens),
+        None,
+        &tokens,
+    );
     row(
         "update_document, same links (leaf rewrite)",
         series(reps, |r| &r.update_same_links_ms),
@@ -364,12 +492,25 @@ fn table(
         &mib,
     );
     row(
-        "peak RSS, whole session (VmHWM)",
+        "peak RSS, whole session (VmHWM; includes the index)",
         single(reps, |r| r.peak_rss_kib as f64 / 1024.0),
         Some((PEAK_RSS_MIB, "< 48 MiB")),
         &mib,
     );
     row("shutdown (close stdin → exit)", single(reps, |r| r.shutdown_ms), None, &ms_cell);
+    row(
+        "reconcile at start, nothing changed: spawn → `index reconciled`",
+        single(reps, |r| r.reconcile_unchanged.ms),
+        None,
+        &ms_cell,
+    );
+    let changed = reps.first().map_or(0, |r| r.changed_files);
+    row(
+        &format!("reconcile at start, 1 % changed outside ({changed} files): spawn → `index reconciled`"),
+        single(reps, |r| r.reconcile_changed.ms),
+        None,
+        &ms_cell,
+    );
     if n != TARGET_DOCS {
         out.push_str("\nThe targets are set at 10,000 documents; at this size ✓/✗ is only indicative.\n");
     }
