@@ -144,6 +144,9 @@ pub trait Index: Send + Sync {
     /// Every used document, most used first.
     fn usage(&self) -> Result<Vec<Usage>, IndexError>;
     fn stats(&self) -> Result<IndexStats, IndexError>;
+    /// Compacts the full-text index (merges its segments and drops deleted
+    /// rows), after bulk changes.
+    fn optimize(&self) -> Result<(), IndexError>;
     /// Forgets every document (usage is kept).
     fn clear(&self) -> Result<(), IndexError>;
 }

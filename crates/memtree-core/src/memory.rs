@@ -411,6 +411,9 @@ impl Memory {
         let gone: Vec<DocId> = known.into_keys().filter(|id| !live.contains(id)).collect();
         report.removed = gone.len();
         index.remove(&gone)?;
+        // Many small writes leave many small segments and deleted rows,
+        // which every query then walks: compact while no request waits.
+        index.optimize()?;
         Ok(report)
     }
 
@@ -426,6 +429,7 @@ impl Memory {
             self.refresh(chunk)?;
             progress((i * 500 + chunk.len()).min(total), total);
         }
+        index.optimize()?;
         Ok(total)
     }
 

@@ -1,5 +1,5 @@
 //! memtree's derived search index: [`SqliteIndex`] (SQLite FTS5 over
-//! passages, with metadata, links, typo vocabulary and usage in the same
+//! passages, with metadata, links and usage in the same
 //! file) and [`BpeCounter`], the real tokenizer memory packs are counted with.
 //! Deleting the index loses nothing: `memtree reindex` rebuilds it.
 

@@ -2,7 +2,8 @@
 //!
 //! FTS5 (BM25, Porter stemming over unicode61 words, CJK as bigrams) over
 //! passages, beside plain tables for document metadata, links (for the path
-//! from root and subtree filters), the typo vocabulary and pack usage. WAL
+//! from root and subtree filters) and pack usage; the typo vocabulary is the
+//! FTS5 term list itself (`fts5vocab`). WAL
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
 
@@ -14,9 +15,9 @@ use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::{DocId, Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, Stamp, Usage};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms, vocabulary};
+use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
 
-const SCHEMA_VERSION: &str = "1";
+const SCHEMA_VERSION: &str = "2";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.
@@ -36,7 +37,7 @@ CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
     content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
-CREATE TABLE IF NOT EXISTS vocab(word TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
 ";
 
@@ -72,6 +73,12 @@ impl SqliteIndex {
             .map_err(&err)?;
         }
         conn.execute_batch(SCHEMA).map_err(&err)?;
+        // The rank column orders by BM25 with memtree's column weights.
+        conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])
+            .map_err(&err)?;
+        // A bigger page cache than SQLite's 2 MiB keeps a 10k-document
+        // index's hot pages in memory without holding the whole file.
+        conn.pragma_update(None, "cache_size", -8192).map_err(&err)?;
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])
             .map_err(&err)?;
         drop(err);
@@ -147,7 +154,6 @@ impl Index for SqliteIndex {
             let mut fts_stmt = tx.prepare_cached(
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
-            let mut vocab_stmt = tx.prepare_cached("INSERT OR IGNORE INTO vocab(word) VALUES (?1)")?;
             for doc in docs {
                 doc_stmt.execute(params![
                     doc.id.as_str(),
@@ -168,9 +174,6 @@ impl Index for SqliteIndex {
                     link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
                 }
                 let meta = format!("{} {}", doc.summary.as_deref().unwrap_or(""), doc.tags.join(" "));
-                let mut words: HashSet<String> = HashSet::new();
-                words.extend(vocabulary(&doc.title));
-                words.extend(vocabulary(&meta));
                 for passage in &doc.passages {
                     let headings = passage.heading_path.join(" › ");
                     passage_stmt.execute(params![
@@ -182,11 +185,6 @@ impl Index for SqliteIndex {
                     let rowid = tx.last_insert_rowid();
                     let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
                     fts_stmt.execute(params![rowid, id_text(&doc.id), doc.title, headings, meta, passage.text, cjk])?;
-                    words.extend(vocabulary(&passage.text));
-                    words.extend(vocabulary(&headings));
-                }
-                for word in words {
-                    vocab_stmt.execute([word])?;
                 }
             }
             Ok(())
@@ -263,78 +261,128 @@ impl Index for SqliteIndex {
         }
         let conn = self.conn();
         let err = self.err();
-        // Typo tolerance for short queries: a word that matches nothing is
-        // joined by the known words one or two edits away.
-        if terms.len() <= 4 {
-            let mut extra = Vec::new();
-            for term in terms.iter().filter(|t| t.chars().count() >= 4 && !t.chars().any(crate::text::is_cjk))
-            {
-                let found: i64 = conn
-                    .query_row(
-                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1)",
-                        [fts_literal(term)],
-                        |r| r.get(0),
-                    )
-                    .map_err(&err)?;
-                if found == 0 {
-                    extra.extend(near_words(&conn, term).map_err(&err)?);
+        // How many passages hold each term. A word in more than half of
+        // them weighs nothing in BM25 (FTS5 floors its IDF), yet ranking
+        // its matches is most of the work: it is left out of the match
+        // when rarer words remain. A word of a short query that matches
+        // nothing is joined by the indexed terms one or two edits away.
+        let passages: i64 =
+            conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0)).map_err(&err)?;
+        let mut frequency =
+            conn.prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1").map_err(&err)?;
+        let short = terms.len() <= 4;
+        let mut informative = Vec::new();
+        let mut common = Vec::new();
+        for term in &terms {
+            let df: i64 = frequency.query_row([fts_literal(term)], |r| r.get(0)).map_err(&err)?;
+            if df == 0 {
+                if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
+                    informative.extend(near_words(&conn, term).map_err(&err)?);
                 }
+            } else if df * 2 > passages {
+                common.push(term.clone());
+            } else {
+                informative.push(term.clone());
             }
-            terms.extend(extra);
         }
-        let expression = terms.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR ");
+        let matched = if informative.is_empty() { common } else { informative };
+        if matched.is_empty() {
+            return Ok(vec![]);
+        }
+        terms.extend(matched.iter().filter(|t| !terms.contains(t)).cloned().collect::<Vec<_>>());
+        let expression = matched.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR ");
         let subtree: Option<HashSet<String>> = match &request.under {
             Some(under) => Some(subtree(&conn, under.as_str()).map_err(&err)?),
             None => None,
         };
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT p.doc, p.heading_path, p.text, p.line, bm25(fts, {WEIGHTS}) AS rank,
-                        d.len, d.mtime, d.tag, d.scope, d.priority, d.confidence, u.count
-                 FROM fts JOIN passages p ON p.rowid = fts.rowid JOIN docs d ON d.id = p.doc
-                      LEFT JOIN usage u ON u.id = p.doc
-                 WHERE fts MATCH ?1
-                   AND (d.status IS NULL OR d.status != 'deprecated')
-                   AND (d.expires IS NULL OR substr(d.expires, 1, 10) >= ?2)
-                   AND (?3 IS NULL OR d.scope = ?3)
-                 ORDER BY rank LIMIT ?4"
-            ))
+        // FTS5 ranks alone; only the best candidates are joined to their
+        // passage and document, then filtered. When filters leave too few,
+        // the next, larger batch of candidates is taken.
+        let mut ranked = conn
+            .prepare_cached("SELECT rowid, rank FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")
             .map_err(&err)?;
-        let candidates = (request.limit * 5).max(50) as i64;
-        let rows = stmt
-            .query_map(params![expression, request.today, scope_str(request.scope), candidates], |r| {
-                Ok(Row {
-                    doc: r.get(0)?,
-                    heading_path: r.get(1)?,
-                    text: r.get(2)?,
-                    line: r.get::<_, i64>(3)? as usize,
-                    rank: r.get(4)?,
-                    stamp: Stamp {
-                        len: r.get::<_, i64>(5)? as u64,
-                        modified_ns: r.get::<_, i64>(6)? as u64,
-                        tag: r.get::<_, i64>(7)? as u64,
-                    },
-                    scope: r.get(8)?,
-                    priority: r.get(9)?,
-                    tentative: r.get::<_, Option<String>>(10)?.as_deref() == Some("tentative"),
-                    uses: r.get::<_, Option<i64>>(11)?.unwrap_or(0) as u64,
-                })
-            })
+        let mut details = conn
+            .prepare_cached(
+                "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
+                        d.confidence, d.status, d.expires, u.count
+                 FROM passages p JOIN docs d ON d.id = p.doc LEFT JOIN usage u ON u.id = p.doc
+                 WHERE p.rowid = ?1",
+            )
             .map_err(&err)?;
-        let mut hits = Vec::new();
-        for row in rows {
-            let row = row.map_err(&err)?;
-            if subtree.as_ref().is_some_and(|s| !s.contains(&row.doc)) {
-                continue;
+        let mut batch = (request.limit * 6).max(60);
+        let mut rows: Vec<Row> = Vec::new();
+        loop {
+            let candidates: Vec<(i64, f64)> = ranked
+                .query_map(params![expression, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(&err)?
+                .collect::<Result<_, _>>()
+                .map_err(&err)?;
+            rows.clear();
+            for &(rowid, rank) in &candidates {
+                let row = details
+                    .query_row([rowid], |r| {
+                        Ok(Row {
+                            doc: r.get(0)?,
+                            heading_path: r.get(1)?,
+                            text: r.get(2)?,
+                            line: r.get::<_, i64>(3)? as usize,
+                            rank,
+                            stamp: Stamp {
+                                len: r.get::<_, i64>(4)? as u64,
+                                modified_ns: r.get::<_, i64>(5)? as u64,
+                                tag: r.get::<_, i64>(6)? as u64,
+                            },
+                            scope: r.get(7)?,
+                            priority: r.get(8)?,
+                            tentative: r.get::<_, Option<String>>(9)?.as_deref() == Some("tentative"),
+                            stale: r.get::<_, Option<String>>(10)?.as_deref() == Some("deprecated")
+                                || r.get::<_, Option<String>>(11)?
+                                    .is_some_and(|e| e.get(..10).unwrap_or(&e) < request.today.as_str()),
+                            uses: r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u64,
+                        })
+                    })
+                    .optional()
+                    .map_err(&err)?;
+                let Some(row) = row else { continue };
+                let wanted_scope = request.scope.is_none_or(|s| row.scope.as_deref() == scope_str(Some(s)));
+                let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(&row.doc));
+                if !row.stale && wanted_scope && in_subtree {
+                    rows.push(row);
+                }
             }
+            let exhausted = candidates.len() < batch;
+            if exhausted || distinct_enough(&rows, request.limit) {
+                break;
+            }
+            batch *= 4;
+        }
+        for row in &mut rows {
+            row.rank = -row.rank * signals(row, request.now_ns);
+        }
+        rows.sort_by(|a, b| b.rank.total_cmp(&a.rank));
+        // At most two passages of one document: the next document's best
+        // passage is worth more to the reader than a third one.
+        let mut per_doc: HashMap<String, usize> = HashMap::new();
+        rows.retain(|row| {
+            let n = per_doc.entry(row.doc.clone()).or_default();
+            *n += 1;
+            *n <= PASSAGES_PER_DOCUMENT
+        });
+        rows.truncate(request.limit);
+        let mut hits = Vec::with_capacity(rows.len());
+        let mut paths: HashMap<String, Vec<DocId>> = HashMap::new();
+        for row in rows {
             let Ok(id) = DocId::parse(&row.doc) else { continue };
-            let score = -row.rank * signals(&row, request.now_ns);
+            if !paths.contains_key(&row.doc) {
+                let path = path_to(&conn, &id).map_err(&err)?;
+                paths.insert(row.doc.clone(), path);
+            }
             let heading_path: Vec<String> = serde_json::from_str(&row.heading_path).unwrap_or_default();
             hits.push(Hit {
                 heading: heading_path.last().cloned().unwrap_or_default(),
                 heading_path,
-                score,
-                path: Vec::new(),
+                score: row.rank,
+                path: paths[&row.doc].clone(),
                 excerpt: excerpt(&row.text, &terms),
                 text: row.text,
                 line: row.line,
@@ -342,16 +390,6 @@ impl Index for SqliteIndex {
                 stamp: row.stamp,
                 id,
             });
-        }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(request.limit);
-        let mut paths: HashMap<DocId, Vec<DocId>> = HashMap::new();
-        for hit in &mut hits {
-            if !paths.contains_key(&hit.id) {
-                let path = path_to(&conn, &hit.id).map_err(&err)?;
-                paths.insert(hit.id.clone(), path);
-            }
-            hit.path = paths[&hit.id].clone();
         }
         Ok(hits)
     }
@@ -404,10 +442,14 @@ impl Index for SqliteIndex {
         })
     }
 
+    fn optimize(&self) -> Result<(), IndexError> {
+        self.conn().execute("INSERT INTO fts(fts) VALUES ('optimize')", []).map(drop).map_err(self.err())
+    }
+
     fn clear(&self) -> Result<(), IndexError> {
         self.conn()
             .execute_batch(
-                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM vocab; COMMIT;",
+                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; COMMIT;",
             )
             .map_err(self.err())
     }
@@ -423,7 +465,25 @@ struct Row {
     scope: Option<String>,
     priority: Option<f64>,
     tentative: bool,
+    /// Deprecated, or expired before today.
+    stale: bool,
     uses: u64,
+}
+
+const PASSAGES_PER_DOCUMENT: usize = 2;
+
+/// Whether `rows` hold enough documents to fill `limit` hits.
+fn distinct_enough(rows: &[Row], limit: usize) -> bool {
+    let mut per_doc: HashMap<&str, usize> = HashMap::new();
+    let usable: usize = rows
+        .iter()
+        .filter(|r| {
+            let n = per_doc.entry(r.doc.as_str()).or_default();
+            *n += 1;
+            *n <= PASSAGES_PER_DOCUMENT
+        })
+        .count();
+    usable >= limit
 }
 
 /// The document signals of the spec, as a factor on BM25: priority,
@@ -437,22 +497,23 @@ fn signals(row: &Row, now_ns: u64) -> f64 {
     priority * confidence * recency * usage
 }
 
-/// Known words one edit from `term` (two for long words), best three.
+/// Indexed terms (Porter stems) one edit from `term` (two for long words),
+/// the three most common first.
 fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
     let limit = if term.chars().count() >= 8 { 2 } else { 1 };
     let first: String = term.chars().take(1).collect();
     let mut stmt =
-        conn.prepare_cached("SELECT word FROM vocab WHERE word >= ?1 AND word < ?1 || char(1114111)")?;
-    let mut near: Vec<(usize, String)> = stmt
-        .query_map([first], |r| r.get::<_, String>(0))?
+        conn.prepare_cached("SELECT term, doc FROM vocab WHERE term >= ?1 AND term < ?1 || char(1114111)")?;
+    let mut near: Vec<(usize, i64, String)> = stmt
+        .query_map([first], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
         .filter_map(Result::ok)
-        .filter_map(|w| {
+        .filter_map(|(w, docs)| {
             let d = edit_distance(term, &w, limit);
-            (d <= limit && w != term).then_some((d, w))
+            (d <= limit && w != term).then_some((d, -docs, w))
         })
         .collect();
     near.sort();
-    Ok(near.into_iter().take(3).map(|(_, w)| w).collect())
+    Ok(near.into_iter().take(3).map(|(_, _, w)| w).collect())
 }
 
 /// Ids from root down to the parent of `id`, following the indexed links.

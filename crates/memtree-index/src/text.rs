@@ -81,18 +81,6 @@ pub fn fts_literal(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-/// The words of a document for the typo vocabulary: lower-cased, 4 to 32
-/// characters, no digits-only words.
-pub fn vocabulary(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| {
-            (4..=32).contains(&w.chars().count())
-                && !w.chars().any(is_cjk)
-                && !w.chars().all(|c| c.is_ascii_digit())
-        })
-        .map(str::to_lowercase)
-}
-
 /// Levenshtein distance, giving up (returning `limit + 1`) past `limit`.
 pub fn edit_distance(a: &str, b: &str, limit: usize) -> usize {
     let a: Vec<char> = a.chars().collect();

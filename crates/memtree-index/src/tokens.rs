@@ -23,11 +23,6 @@ impl BpeCounter {
             other => Err(format!("unknown tokenizer {other:?} (cl100k_base or o200k_base)")),
         }
     }
-
-    /// Loads the table now, so the first memory pack does not wait for it.
-    pub fn warm_up(&self) {
-        (self.bpe)();
-    }
 }
 
 impl TokenCounter for BpeCounter {

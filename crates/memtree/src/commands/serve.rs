@@ -21,20 +21,20 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools =
         args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
     let memory = Arc::new(super::open_memory(settings)?);
-    // Index what changed while no server ran, off the request path: the
-    // first request is served at once, and searches check their hits anyway.
+    // Off the request path: watch for edits by other programs (setting up
+    // inotify walks the whole store), then index what changed while no
+    // server ran; an edit in between is seen by both. The first request is served at once, and searches check their
+    // hits against the files anyway. The BPE table loads at the first
+    // memory pack, not here: it costs 25 MiB that a session may never need.
     let background = Arc::clone(&memory);
-    let tokenizer = settings.tokenizer.clone();
+    let root = settings.data_dir.clone();
     std::thread::spawn(move || {
+        crate::watch::spawn(root, Arc::clone(&background));
         match background.reconcile() {
             Ok(report) => tracing::info!(?report, "index reconciled"),
             Err(error) => tracing::error!(%error, "index reconciliation failed"),
         }
-        if let Ok(counter) = memtree_index::BpeCounter::new(&tokenizer) {
-            counter.warm_up();
-        }
     });
-    crate::watch::spawn(settings.data_dir.clone(), Arc::clone(&memory));
     let server = MemtreeServer::new(memory, tools.as_deref())
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
