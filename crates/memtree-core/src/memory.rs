@@ -411,9 +411,12 @@ impl Memory {
         let gone: Vec<DocId> = known.into_keys().filter(|id| !live.contains(id)).collect();
         report.removed = gone.len();
         index.remove(&gone)?;
-        // Many small writes leave many small segments and deleted rows,
-        // which every query then walks: compact while no request waits.
-        index.optimize()?;
+        // Many changed documents leave many small segments and deleted
+        // rows, which every query then walks: compact after a bulk change.
+        // (Single writes are merged incrementally by FTS5 itself.)
+        if (report.indexed + report.removed) * 100 >= listing.docs.len().max(1) {
+            index.optimize()?;
+        }
         Ok(report)
     }
 

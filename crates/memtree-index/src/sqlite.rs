@@ -60,27 +60,36 @@ impl SqliteIndex {
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(&err)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(&err)?;
-        let version: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
-            .optional()
-            .or_else(|_| Ok::<_, rusqlite::Error>(None))
-            .map_err(&err)?;
-        if version.as_deref().is_some_and(|v| v != SCHEMA_VERSION) {
-            conn.execute_batch(
-                "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;
-                 DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS vocab;",
-            )
-            .map_err(&err)?;
+        let version = |conn: &Connection| -> Option<String> {
+            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).ok()
+        };
+        // Opening an up-to-date index writes nothing, so that a server's
+        // start never waits for another process's write transaction. The
+        // version is read again under the write lock: two processes opening
+        // a new store at once must not drop each other's tables.
+        if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
+            if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
+                conn.execute_batch(
+                    "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
+                     DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;",
+                )
+                .map_err(&err)?;
+                conn.execute_batch(SCHEMA).map_err(&err)?;
+                // The rank column orders by BM25 with memtree's column weights.
+                conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])
+                    .map_err(&err)?;
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)",
+                    [SCHEMA_VERSION],
+                )
+                .map_err(&err)?;
+            }
+            conn.execute_batch("COMMIT").map_err(&err)?;
         }
-        conn.execute_batch(SCHEMA).map_err(&err)?;
-        // The rank column orders by BM25 with memtree's column weights.
-        conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])
-            .map_err(&err)?;
         // A bigger page cache than SQLite's 2 MiB keeps a 10k-document
         // index's hot pages in memory without holding the whole file.
         conn.pragma_update(None, "cache_size", -8192).map_err(&err)?;
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])
-            .map_err(&err)?;
         drop(err);
         Ok(SqliteIndex { conn: Mutex::new(conn), path })
     }

@@ -29,6 +29,9 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let background = Arc::clone(&memory);
     let root = settings.data_dir.clone();
     std::thread::spawn(move || {
+        // Let the client's handshake and first requests go first: on two
+        // cores, walking a large store competes with them for the CPU.
+        std::thread::sleep(std::time::Duration::from_millis(100));
         crate::watch::spawn(root, Arc::clone(&background));
         match background.reconcile() {
             Ok(report) => tracing::info!(?report, "index reconciled"),
