@@ -270,36 +270,49 @@ impl Index for SqliteIndex {
         }
         let conn = self.conn();
         let err = self.err();
-        // How many passages hold each term. A word in more than half of
-        // them weighs nothing in BM25 (FTS5 floors its IDF), yet ranking
-        // its matches is most of the work: it is left out of the match
-        // when rarer words remain. A word of a short query that matches
-        // nothing is joined by the indexed terms one or two edits away.
+        // How many passages hold each term decides its part in the match.
+        // A word in more than half of them weighs nothing in BM25 (FTS5
+        // floors its IDF) and is left out. A frequent word (in more than a
+        // tenth) still counts in the score, but only for passages that also
+        // hold a rarer word: ranking the thousands of passages that share
+        // nothing else with the query is most of a search's work, for hits
+        // that would rank last. A word of a short query that matches nothing
+        // is joined by the indexed terms one or two edits away.
         let passages: i64 =
             conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0)).map_err(&err)?;
         let mut frequency =
             conn.prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1").map_err(&err)?;
         let short = terms.len() <= 4;
-        let mut informative = Vec::new();
-        let mut common = Vec::new();
+        let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
         for term in &terms {
             let df: i64 = frequency.query_row([fts_literal(term)], |r| r.get(0)).map_err(&err)?;
             if df == 0 {
                 if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
-                    informative.extend(near_words(&conn, term).map_err(&err)?);
+                    rare.extend(near_words(&conn, term).map_err(&err)?);
                 }
             } else if df * 2 > passages {
-                common.push(term.clone());
+                useless.push(term.clone());
+            } else if df * 10 > passages {
+                frequent.push(term.clone());
             } else {
-                informative.push(term.clone());
+                rare.push(term.clone());
             }
         }
-        let matched = if informative.is_empty() { common } else { informative };
-        if matched.is_empty() {
-            return Ok(vec![]);
+        let any = |words: &[String]| {
+            format!("({})", words.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR "))
+        };
+        let expression = match (rare.is_empty(), frequent.is_empty(), useless.is_empty()) {
+            (false, true, _) => any(&rare),
+            (false, false, _) => format!("{r} OR ({r} AND {f})", r = any(&rare), f = any(&frequent)),
+            (true, false, _) => any(&frequent),
+            (true, true, false) => any(&useless),
+            (true, true, true) => return Ok(vec![]),
+        };
+        for word in rare.iter().chain(&frequent) {
+            if !terms.contains(word) {
+                terms.push(word.clone());
+            }
         }
-        terms.extend(matched.iter().filter(|t| !terms.contains(t)).cloned().collect::<Vec<_>>());
-        let expression = matched.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR ");
         let subtree: Option<HashSet<String>> = match &request.under {
             Some(under) => Some(subtree(&conn, under.as_str()).map_err(&err)?),
             None => None,

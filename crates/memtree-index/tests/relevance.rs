@@ -12,9 +12,9 @@ use memtree_core::{DocId, Hit, Memory, MemorySettings};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_store::LocalStorage;
 
-/// The levels reached when the set was introduced (recall@5 0.860, MRR
-/// 0.848 over 110 queries); a change that lowers them is a regression.
-const MIN_RECALL_AT_5: f64 = 0.85;
+/// The levels reached (recall@5 0.867, MRR 0.846 over 110 queries); a
+/// change that lowers them is a regression.
+const MIN_RECALL_AT_5: f64 = 0.86;
 const MIN_MRR: f64 = 0.84;
 
 #[derive(Debug, serde::Deserialize)]
