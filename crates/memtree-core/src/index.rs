@@ -7,7 +7,7 @@
 //! before returning it.
 
 use crate::doc_id::DocId;
-use crate::front_matter::{self, Confidence, FrontMatter, Scope, Status};
+use crate::front_matter::{self, FrontMatter, Scope};
 use crate::links::parse_links;
 use crate::sections::{self, PASSAGE_WORDS, Passage};
 use crate::storage::Stamp;
@@ -20,13 +20,8 @@ pub struct IndexedDoc {
     /// Hash of the document's bytes: tells a touched file from a changed one.
     pub hash: u64,
     pub title: String,
-    pub summary: Option<String>,
-    pub tags: Vec<String>,
-    pub scope: Option<Scope>,
-    pub priority: Option<f64>,
-    pub confidence: Option<Confidence>,
-    pub status: Option<Status>,
-    pub expires: Option<String>,
+    /// The known front-matter keys (empty when the block is invalid).
+    pub front: FrontMatter,
     /// Children, in link order.
     pub links: Vec<DocId>,
     pub passages: Vec<Passage>,
@@ -50,13 +45,7 @@ impl IndexedDoc {
             hash: content_hash(text.as_bytes()),
             links: parse_links(split.body).ids,
             passages,
-            summary: fm.summary,
-            tags: fm.tags,
-            scope: fm.scope,
-            priority: fm.priority,
-            confidence: fm.confidence,
-            status: fm.status,
-            expires: fm.expires,
+            front: fm,
             id,
             stamp,
         }

@@ -171,18 +171,18 @@ impl Index for SqliteIndex {
                     doc.stamp.tag as i64,
                     doc.hash as i64,
                     doc.title,
-                    doc.summary,
-                    doc.tags.join(" "),
-                    scope_str(doc.scope),
-                    doc.priority,
-                    doc.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
-                    doc.status.map(|s| if s == Status::Deprecated { "deprecated" } else { "active" }),
-                    doc.expires,
+                    doc.front.summary,
+                    doc.front.tags.join(" "),
+                    scope_str(doc.front.scope),
+                    doc.front.priority,
+                    doc.front.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
+                    doc.front.status.map(|s| if s == Status::Deprecated { "deprecated" } else { "active" }),
+                    doc.front.expires,
                 ])?;
                 for (ord, child) in doc.links.iter().enumerate() {
                     link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
                 }
-                let meta = format!("{} {}", doc.summary.as_deref().unwrap_or(""), doc.tags.join(" "));
+                let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 for passage in &doc.passages {
                     let headings = passage.heading_path.join(" › ");
                     passage_stmt.execute(params![
