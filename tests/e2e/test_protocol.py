@@ -18,7 +18,7 @@ from helpers import (
 )
 
 SEED_TOOLS = {"read_document", "update_document", "get_document_tree"}
-TOOLS = SEED_TOOLS | {"search", "recall"}
+TOOLS = SEED_TOOLS | {"edit_document", "search", "recall"}
 
 
 def _check_tool_schemas(tools: dict[str, dict]) -> None:
@@ -28,7 +28,7 @@ def _check_tool_schemas(tools: dict[str, dict]) -> None:
         assert t["inputSchema"]["type"] == "object", name
 
     read = tools["read_document"]["inputSchema"]
-    assert set(read.get("properties", {})) == {"id"}
+    assert set(read.get("properties", {})) == {"id", "section"}
     assert "id" not in read.get("required", [])
     assert "string" in _types(read["properties"]["id"])
 
@@ -45,6 +45,10 @@ def _check_tool_schemas(tools: dict[str, dict]) -> None:
     search = tools["search"]["inputSchema"]
     assert set(search.get("properties", {})) == {"query", "limit", "scope", "under", "json"}
     assert search.get("required", []) == ["query"]
+
+    edit = tools["edit_document"]["inputSchema"]
+    assert set(edit.get("properties", {})) == {"id", "old", "new", "section"}
+    assert sorted(edit.get("required", [])) == ["id", "new"]
 
     recall = tools["recall"]["inputSchema"]
     assert set(recall.get("properties", {})) == {"task", "budget", "scope"}

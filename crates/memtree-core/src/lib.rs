@@ -19,7 +19,9 @@ pub use doc_id::{DocId, IdError};
 pub use error::{CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument};
 pub use front_matter::Scope;
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
-pub use memory::{Memory, MemorySettings, Reconciliation, StoreStatus, UpdateOutcome, ValidationReport};
+pub use memory::{
+    Edit, Memory, MemorySettings, Reconciliation, StoreStatus, UpdateOutcome, ValidationReport,
+};
 pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
 pub use tree::{Finding, OutlineEntry, Severity, Tree};

@@ -21,6 +21,7 @@ use crate::front_matter::{self, FrontMatter, Scope};
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::links::{InvalidLink, parse_links};
 use crate::pack::{self, Pack};
+use crate::sections::{self, SectionLookup, SectionSpan};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
 use crate::tree::{Finding, Tree, join};
 
@@ -73,6 +74,72 @@ pub struct ValidationReport {
 impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
+    }
+}
+
+/// A change to part of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    /// Replace the one occurrence of `old` with `new`.
+    Replace { old: String, new: String },
+    /// Replace the text under the heading `section` (subsections included)
+    /// with `body`; the heading line stays.
+    Section { section: String, body: String },
+}
+
+impl Edit {
+    fn apply(&self, id: &DocId, text: &str) -> Result<String, MemoryError> {
+        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        match self {
+            Edit::Replace { old, new } => match text.matches(old.as_str()).count() {
+                _ if old.is_empty() => Err(invalid("old", "empty".to_owned())),
+                0 => Err(invalid("old", format!("not found in {id}"))),
+                1 => Ok(text.replacen(old.as_str(), new, 1)),
+                n => Err(invalid(
+                    "old",
+                    format!("occurs {n} times in {id}; include more of the text around it"),
+                )),
+            },
+            Edit::Section { section, body } => {
+                let span = section_span(id, text, section)?;
+                let split = front_matter::split(text);
+                let offset = text.len() - split.body.len();
+                let mut body = body.trim_end().to_owned();
+                body.push('\n');
+                if span.end < split.body.len() {
+                    body.push('\n'); // A blank line before the next heading.
+                }
+                if body.trim().is_empty() {
+                    body.clear();
+                }
+                Ok(format!("{}{body}{}", &text[..offset + span.body_start], &text[offset + span.end..]))
+            }
+        }
+    }
+}
+
+/// The span of the section `heading` in a document's body, or the error
+/// that names what there is (with line numbers of the whole file).
+fn section_span(id: &DocId, text: &str, heading: &str) -> Result<SectionSpan, MemoryError> {
+    let split = front_matter::split(text);
+    let lines_before = split.block.map_or(0, |b| b.matches('\n').count());
+    match sections::find_section(split.body, heading) {
+        SectionLookup::Found(span) => Ok(span),
+        SectionLookup::NotFound { headings } => Err(MemoryError::InvalidArgument {
+            argument: "section",
+            what: format!("no heading {heading:?} in {id} (headings: {})", headings.join(", ")),
+        }),
+        SectionLookup::Ambiguous { candidates } => Err(MemoryError::InvalidArgument {
+            argument: "section",
+            what: format!(
+                "{heading:?} is ambiguous in {id}: {}",
+                candidates
+                    .iter()
+                    .map(|(line, h)| format!("line {}: {h}", line + lines_before))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
     }
 }
 
@@ -216,13 +283,52 @@ impl Memory {
     }
 
     /// Replaces a document's content, creating the documents its new links
-    /// name and pruning the subtrees of the links it dropped.
+    /// name and pruning the subtrees of the links it dropped. Content
+    /// without a front-matter block keeps the stored block.
     pub fn update_document(&self, id: &DocId, content: &str) -> Result<UpdateOutcome, MemoryError> {
         let limit = self.settings.max_document_bytes;
         if content.len() > limit {
             return Err(MemoryError::TooLarge { len: content.len(), limit });
         }
-        let new = front_matter::split(content);
+        self.rewrite(id, &format!("update {id}"), |old_text| {
+            Ok(match (front_matter::split(content).block, front_matter::split(old_text).block) {
+                (None, Some(block)) => format!("{block}{content}"),
+                _ => content.to_owned(),
+            })
+        })
+    }
+
+    /// Changes part of a document, under the same rules and with the same
+    /// answer as [`Memory::update_document`].
+    pub fn edit_document(&self, id: &DocId, edit: &Edit) -> Result<UpdateOutcome, MemoryError> {
+        self.rewrite(id, &format!("edit {id}"), |old_text| edit.apply(id, old_text))
+    }
+
+    /// One section of a document: its heading line and everything under it.
+    pub fn read_section(&self, id: &DocId, heading: &str) -> Result<String, MemoryError> {
+        let text = self.read_document(id)?;
+        let span = section_span(id, &text, heading)?;
+        let body = front_matter::split(&text).body;
+        Ok(body[span.start..span.end].to_owned())
+    }
+
+    /// Applies `make(stored text)` as the document's new text: every check,
+    /// then one atomic change.
+    fn rewrite(
+        &self,
+        id: &DocId,
+        label: &str,
+        make: impl FnOnce(&str) -> Result<String, MemoryError>,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        let limit = self.settings.max_document_bytes;
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let old_text = self.read_existing(id)?;
+        let text = make(&old_text)?;
+        if text.len() > limit {
+            return Err(MemoryError::TooLarge { len: text.len(), limit });
+        }
+        let new = front_matter::split(&text);
         if let Some(yaml) = new.yaml {
             FrontMatter::parse(yaml)?;
         }
@@ -230,10 +336,6 @@ impl Memory {
         if let Some(bad) = new_links.invalid.first() {
             return Err(MemoryError::InvalidLink { target: bad.target.clone(), error: bad.error.clone() });
         }
-
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
-        let old_text = self.read_existing(id)?;
         let old = front_matter::split(&old_text);
         let old_links = parse_links(old.body).ids;
         // Sets, so that a document with many thousands of links stays linear.
@@ -260,22 +362,12 @@ impl Memory {
             created.push(link.clone());
         }
 
-        // No front-matter in the new content keeps the stored block.
-        let text = match (new.block, old.block) {
-            (None, Some(block)) => format!("{block}{content}"),
-            _ => content.to_owned(),
-        };
-        if text.len() > limit {
-            return Err(MemoryError::TooLarge { len: text.len(), limit });
-        }
-
         let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_set.contains(l)).collect();
         let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_set)? };
 
         let mut puts = vec![(id.clone(), text)];
         puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
-        let label = format!("update {id}");
-        let change = Change { puts, deletes: deleted.clone(), label };
+        let change = Change { puts, deletes: deleted.clone(), label: label.to_owned() };
         self.storage.apply(&change)?;
         self.index_change(&change);
         Ok(UpdateOutcome { created, deleted })

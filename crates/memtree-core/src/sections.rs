@@ -184,3 +184,107 @@ mod tests {
         assert_eq!(got[1].line, 12);
     }
 }
+
+/// Where a section lies in a body: its heading line starts at `start`, its
+/// text at `body_start`; it ends where the next heading of the same or a
+/// higher level starts (subsections belong to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionSpan {
+    pub start: usize,
+    pub body_start: usize,
+    pub end: usize,
+}
+
+/// The outcome of looking a section up by its heading text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionLookup {
+    Found(SectionSpan),
+    /// No heading has that text; these are the headings there are.
+    NotFound {
+        headings: Vec<String>,
+    },
+    /// Several headings have that text: `(line, heading)` of each.
+    Ambiguous {
+        candidates: Vec<(usize, String)>,
+    },
+}
+
+/// Finds the section whose heading text is `name` (leading `#`s ignored;
+/// exact text first, then ignoring letter case).
+pub fn find_section(body: &str, name: &str) -> SectionLookup {
+    let name = name.trim().trim_start_matches('#').trim();
+    let heads = headings(body);
+    let mut matches: Vec<usize> = (0..heads.len()).filter(|&i| heads[i].text == name).collect();
+    if matches.is_empty() {
+        matches = (0..heads.len()).filter(|&i| heads[i].text.eq_ignore_ascii_case(name)).collect();
+    }
+    match matches.as_slice() {
+        [] => SectionLookup::NotFound { headings: heads.iter().map(|h| h.text.clone()).collect() },
+        [i] => {
+            let h = &heads[*i];
+            let body_start =
+                body[h.end.saturating_sub(1)..].find('\n').map_or(body.len(), |n| h.end - 1 + n + 1);
+            let end = heads[i + 1..].iter().find(|n| n.level <= h.level).map_or(body.len(), |n| n.start);
+            SectionLookup::Found(SectionSpan {
+                start: h.start,
+                body_start: body_start.max(h.end).min(end),
+                end,
+            })
+        }
+        several => SectionLookup::Ambiguous {
+            candidates: several
+                .iter()
+                .map(|&i| (body[..heads[i].start].matches('\n').count() + 1, heads[i].text.clone()))
+                .collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod section_tests {
+    use super::*;
+
+    const DOC: &str = "# Title\nintro\n## Setup\nrun make\n### Linux\napt\n## Usage\nuse it\n## Notes\n";
+
+    fn text(name: &str) -> (String, String) {
+        let SectionLookup::Found(span) = find_section(DOC, name) else {
+            panic!("{name}: {:?}", find_section(DOC, name))
+        };
+        (DOC[span.start..span.end].to_owned(), DOC[span.body_start..span.end].to_owned())
+    }
+
+    #[test]
+    fn a_section_runs_to_the_next_heading_of_its_level() {
+        assert_eq!(
+            text("Setup"),
+            ("## Setup\nrun make\n### Linux\napt\n".into(), "run make\n### Linux\napt\n".into())
+        );
+        assert_eq!(text("## usage").1, "use it\n");
+        assert_eq!(text("Linux").1, "apt\n");
+        assert_eq!(text("Notes"), ("## Notes\n".into(), String::new()));
+        assert_eq!(
+            text("Title").1,
+            "intro\n## Setup\nrun make\n### Linux\napt\n## Usage\nuse it\n## Notes\n"
+        );
+    }
+
+    #[test]
+    fn missing_and_ambiguous_sections_say_what_there_is() {
+        assert_eq!(
+            find_section(DOC, "Deploy"),
+            SectionLookup::NotFound {
+                headings: vec![
+                    "Title".into(),
+                    "Setup".into(),
+                    "Linux".into(),
+                    "Usage".into(),
+                    "Notes".into()
+                ]
+            }
+        );
+        assert_eq!(
+            find_section("## Log\na\n## Log\nb\n", "Log"),
+            SectionLookup::Ambiguous { candidates: vec![(1, "Log".into()), (3, "Log".into())] }
+        );
+    }
+}

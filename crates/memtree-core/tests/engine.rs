@@ -448,3 +448,60 @@ fn a_document_with_ten_thousand_links() {
     assert_eq!(memory.update_document(&DocId::root(), &half).unwrap().deleted.len(), 5_000);
     assert_eq!(memory.tree().unwrap().len(), 5_001);
 }
+
+#[test]
+fn edits_replace_one_occurrence_under_the_tree_rules() {
+    let f = Fixture::new(SEED_TREE);
+    let edit = |doc: &str, old: &str, new: &str| {
+        f.memory.edit_document(&id(doc), &memtree_core::Edit::Replace { old: old.into(), new: new.into() })
+    };
+    assert_eq!(edit("db_schema", "# db", "# Database schema").unwrap().report(), "Succeeded");
+    assert_eq!(f.read("db_schema"), "# Database schema\n");
+    assert_eq!(
+        edit("architecture", "- [[service_layer]]", "- [[api]]").unwrap().report(),
+        "Succeeded\nCreated: api\nDeleted: service_layer"
+    );
+    let before = f.files();
+    let refused = |r: Result<memtree_core::UpdateOutcome, MemoryError>| r.unwrap_err().report();
+    assert_eq!(refused(edit("db_schema", "nowhere", "x")), "Error: old: not found in db_schema");
+    assert_eq!(
+        refused(edit("root", "[[", "[[x")),
+        "Error: old: occurs 2 times in root; include more of the text around it"
+    );
+    assert_eq!(
+        refused(edit("tech_decisions", "# decisions", "[[architecture]]")),
+        "Error: content: cross-tree reference not allowed\n[[architecture]] is a child of project_overview"
+    );
+    assert_eq!(refused(edit("nope", "a", "b")), "Error: id: not found");
+    assert_eq!(before, f.files(), "refused edits change nothing");
+}
+
+#[test]
+fn sections_are_read_and_replaced_by_heading() {
+    let f = Fixture::new(
+        "//- /root.md\n---\nscope: project\n---\n# Notes\nintro\n## Setup\nold setup\n### Linux\napt\n## Usage\nuse it\n## Log\na\n## Log\nb\n",
+    );
+    assert_eq!(
+        f.memory.read_section(&DocId::root(), "Setup").unwrap(),
+        "## Setup\nold setup\n### Linux\napt\n"
+    );
+    let section = |name: &str, body: &str| {
+        f.memory.edit_document(
+            &DocId::root(),
+            &memtree_core::Edit::Section { section: name.into(), body: body.into() },
+        )
+    };
+    assert_eq!(section("setup", "new setup with [[tools]]").unwrap().report(), "Succeeded\nCreated: tools");
+    assert_eq!(
+        f.read("root"),
+        "---\nscope: project\n---\n# Notes\nintro\n## Setup\nnew setup with [[tools]]\n\n## Usage\nuse it\n## Log\na\n## Log\nb\n"
+    );
+    assert_eq!(
+        section("Log", "x").unwrap_err().report(),
+        "Error: section: \"Log\" is ambiguous in root: line 11: Log, line 13: Log"
+    );
+    assert_eq!(
+        f.memory.read_section(&DocId::root(), "Deploy").unwrap_err().report(),
+        "Error: section: no heading \"Deploy\" in root (headings: Notes, Setup, Usage, Log, Log)"
+    );
+}

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use memtree_core::{Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
+use memtree_core::{Edit, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -17,7 +17,7 @@ use crate::arguments;
 
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] =
-    &["read_document", "update_document", "get_document_tree", "search", "recall"];
+    &["read_document", "update_document", "edit_document", "get_document_tree", "search", "recall"];
 
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
@@ -35,6 +35,20 @@ Keep each document to one topic; move details into children as it grows.";
 pub struct ReadDocumentArgs {
     /// Document id; default root.
     pub id: Option<String>,
+    /// Only this section (heading text).
+    pub section: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditDocumentArgs {
+    pub id: String,
+    /// Exact text to replace; must occur once.
+    pub old: Option<String>,
+    /// Replacement text, or the section's new body.
+    pub new: String,
+    /// Replace this section's body instead (heading text).
+    pub section: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -130,7 +144,37 @@ impl MemtreeServer {
         &self,
         Parameters(args): Parameters<ReadDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |m| m.read_document(&parse_id_argument("id", args.id.as_deref())?)).await
+        self.run(move |m| {
+            let id = parse_id_argument("id", args.id.as_deref())?;
+            match args.section.as_deref() {
+                Some(section) => m.read_section(&id, section),
+                None => m.read_document(&id),
+            }
+        })
+        .await
+    }
+
+    #[tool(description = "Change part of a document: replace the one occurrence of `old` with `new`, \
+                          or the body of `section` with `new`. Same link rules and answer as update_document.")]
+    async fn edit_document(
+        &self,
+        Parameters(args): Parameters<EditDocumentArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let id = parse_id_argument("id", Some(&args.id))?;
+            let edit = match (args.old, args.section) {
+                (Some(old), None) => Edit::Replace { old, new: args.new },
+                (None, Some(section)) => Edit::Section { section, body: args.new },
+                _ => {
+                    return Err(MemoryError::InvalidArgument {
+                        argument: "old",
+                        what: "give either old or section".to_owned(),
+                    });
+                }
+            };
+            Ok(m.edit_document(&id, &edit)?.report())
+        })
+        .await
     }
 
     #[tool(description = "Replace a document's whole content. A new [[id]] link creates that child; \

@@ -44,7 +44,10 @@ async fn lists_the_tools_within_the_budgets() {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort();
-    assert_eq!(names, ["get_document_tree", "read_document", "recall", "search", "update_document"]);
+    assert_eq!(
+        names,
+        ["edit_document", "get_document_tree", "read_document", "recall", "search", "update_document"]
+    );
     let size = list_size(&tools);
     assert!(size <= 6000, "tools/list is {size} characters; the default set must fit in 6,000");
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
@@ -86,7 +89,7 @@ async fn malformed_arguments_get_spec_form_errors() {
         (
             "read_document",
             serde_json::json!({ "id": "root", "bogus": 1 }),
-            "Error: bogus: unknown argument (expected one of: id)",
+            "Error: bogus: unknown argument (expected one of: id, section)",
         ),
         ("read_document", serde_json::json!({ "id": 5 }), "Error: id: expected string, got integer"),
         ("update_document", serde_json::json!({ "id": "root" }), "Error: content: missing (required)"),
@@ -114,7 +117,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 5);
+    assert_eq!(TOOL_NAMES.len(), 6);
 }
 
 #[tokio::test]
