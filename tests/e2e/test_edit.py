@@ -48,3 +48,25 @@ async def test_sections_are_read_and_replaced(serve, store):
         assert await m.call("read_document", {"id": "notes", "section": "Deploy"}) == err(
             'Error: section: no heading "Deploy" in notes (headings: Notes, Setup, Usage)'
         )
+
+
+async def test_move_document_re_parents_a_subtree(serve, store, cli):
+    async with serve() as m:
+        await m.build([
+            (None, "# Memory\n- [[projects]]\n- [[archive]]\n"),
+            ("projects", "# Projects\n- [[silica]]\n- [[harbor]]\n"),
+            ("silica", "# Silica\n- [[silica_notes]]\n"),
+        ])
+        r = await m.call("move_document", {"id": "silica", "new_parent": "archive"})
+        assert r == ok("Succeeded\nMoved: silica from projects to archive")
+        assert (await m.tree()).text == "root:\n  - projects:\n    - harbor\n  - archive:\n    - silica:\n      - silica_notes\n"
+        assert docs(store)["projects"] == "# Projects\n- [[harbor]]\n"
+        before = snapshot(store)
+        assert await m.call("move_document", {"id": "archive", "new_parent": "silica_notes"}) == err(
+            "Error: new_parent: silica_notes is in the subtree of archive; that would make a cycle"
+        )
+        assert await m.call("move_document", {"id": "root", "new_parent": "archive"}) == err("Error: id: root cannot move")
+        assert snapshot(store) == before
+    r = cli("move", "silica", "projects")
+    assert r.rc == 0 and r.out == "Succeeded\nMoved: silica from archive to projects\n", (r.out, r.err)
+    assert cli("validate").rc == 0

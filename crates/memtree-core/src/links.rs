@@ -83,3 +83,54 @@ mod tests {
         assert_eq!(targets, ["my note", "../etc"]);
     }
 }
+
+/// `body` without its links to `id` (`[[id]]` and `[[id|label]]`, outside
+/// code); a line left holding only a list marker goes with them.
+pub fn remove_links_to(body: &str, id: &DocId) -> String {
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    for (event, range) in Parser::new_ext(body, Options::ENABLE_WIKILINKS).into_offset_iter() {
+        if let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event
+            && dest_url.as_ref() == id.as_str()
+        {
+            ranges.push(range);
+        }
+    }
+    let mut out = String::with_capacity(body.len());
+    let mut cursor = 0;
+    for range in &ranges {
+        out.push_str(&body[cursor..range.start]);
+        cursor = range.end;
+    }
+    out.push_str(&body[cursor..]);
+    if ranges.is_empty() {
+        return out;
+    }
+    // Lines the removal emptied (only a list marker and spaces are left).
+    let emptied = |line: &str| {
+        let t = line.trim();
+        let marker = t.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')']);
+        !line.trim().is_empty() && (matches!(t, "-" | "*" | "+") || (marker.is_empty() && t != marker))
+    };
+    let original: std::collections::HashSet<&str> = body.lines().filter(|l| emptied(l)).collect();
+    out.split_inclusive('\n')
+        .filter(|line| !emptied(line) || original.contains(line.trim_end_matches('\n')))
+        .collect()
+}
+
+#[cfg(test)]
+mod removal_tests {
+    use super::*;
+
+    fn check(body: &str, expect: &str) {
+        assert_eq!(remove_links_to(body, &DocId::parse("a").unwrap()), expect, "{body:?}");
+    }
+
+    #[test]
+    fn removes_links_and_the_list_items_they_leave_empty() {
+        check("- [[a]]\n- [[b]]\n", "- [[b]]\n");
+        check("* [[a|Alpha]]\n1. [[a]]\ntext [[a]] and [[b]]\n", "text  and [[b]]\n");
+        check("`[[a]]` stays\n```\n[[a]]\n```\n", "`[[a]]` stays\n```\n[[a]]\n```\n");
+        check("- \n- [[b]]\n", "- \n- [[b]]\n");
+        check("no links\n", "no links\n");
+    }
+}

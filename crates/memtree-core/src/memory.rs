@@ -19,7 +19,7 @@ use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter, Scope};
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
-use crate::links::{InvalidLink, parse_links};
+use crate::links::{self, InvalidLink, parse_links};
 use crate::pack::{self, Pack};
 use crate::sections::{self, SectionLookup, SectionSpan};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
@@ -74,6 +74,24 @@ pub struct ValidationReport {
 impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
+    }
+}
+
+/// What a move did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveOutcome {
+    pub id: DocId,
+    pub from: DocId,
+    pub to: DocId,
+}
+
+impl MoveOutcome {
+    pub fn report(&self) -> String {
+        if self.from == self.to {
+            format!("Succeeded\nUnchanged: {} is already a child of {}", self.id, self.to)
+        } else {
+            format!("Succeeded\nMoved: {} from {} to {}", self.id, self.from, self.to)
+        }
     }
 }
 
@@ -302,6 +320,66 @@ impl Memory {
     /// answer as [`Memory::update_document`].
     pub fn edit_document(&self, id: &DocId, edit: &Edit) -> Result<UpdateOutcome, MemoryError> {
         self.rewrite(id, &format!("edit {id}"), |old_text| edit.apply(id, old_text))
+    }
+
+    /// Moves `id` and its subtree under `new_parent` in one atomic change:
+    /// the link leaves the old parent and is added at the end of the new one.
+    pub fn move_document(&self, id: &DocId, new_parent: &DocId) -> Result<MoveOutcome, MemoryError> {
+        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        if id.is_root() {
+            return Err(invalid("id", "root cannot move".to_owned()));
+        }
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let tree = self.tree_unlocked()?.0;
+        if !tree.contains(id) {
+            return Err(MemoryError::NotFound { id: id.clone() });
+        }
+        if !tree.contains(new_parent) {
+            return Err(invalid("new_parent", "not found".to_owned()));
+        }
+        if new_parent == id || tree.is_ancestor(id, new_parent) {
+            return Err(invalid(
+                "new_parent",
+                format!("{new_parent} is in the subtree of {id}; that would make a cycle"),
+            ));
+        }
+        let old_parent = match tree.parents(id) {
+            [parent] => parent.clone(),
+            [] => {
+                return Err(invalid("id", format!("{id} has no parent (an orphan; see `memtree validate`)")));
+            }
+            several => {
+                return Err(invalid(
+                    "id",
+                    format!("{id} is linked from several documents: {}", join(several)),
+                ));
+            }
+        };
+        if &old_parent == new_parent {
+            return Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() });
+        }
+        let old_text = self.read_existing(&old_parent)?;
+        let split = front_matter::split(&old_text);
+        let block = split.block.unwrap_or("");
+        let old_parent_text = format!("{block}{}", links::remove_links_to(split.body, id));
+        let mut new_parent_text = self.read_existing(new_parent)?;
+        if !new_parent_text.is_empty() && !new_parent_text.ends_with('\n') {
+            new_parent_text.push('\n');
+        }
+        new_parent_text.push_str(&format!("- [[{id}]]\n"));
+        let limit = self.settings.max_document_bytes;
+        if new_parent_text.len() > limit {
+            return Err(MemoryError::TooLarge { len: new_parent_text.len(), limit });
+        }
+        let change = Change {
+            puts: vec![(old_parent.clone(), old_parent_text), (new_parent.clone(), new_parent_text)],
+            deletes: vec![],
+            label: format!("move {id} from {old_parent} to {new_parent}"),
+        };
+        self.storage.apply(&change)?;
+        self.index_change(&change);
+        Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() })
     }
 
     /// One section of a document: its heading line and everything under it.

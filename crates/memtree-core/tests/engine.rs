@@ -505,3 +505,38 @@ fn sections_are_read_and_replaced_by_heading() {
         "Error: section: no heading \"Deploy\" in root (headings: Notes, Setup, Usage, Log, Log)"
     );
 }
+
+#[test]
+fn a_move_re_parents_the_whole_subtree_in_one_step() {
+    let f = Fixture::new(SEED_TREE);
+    let mv = |doc: &str, to: &str| f.memory.move_document(&id(doc), &id(to)).map(|o| o.report());
+    assert_eq!(
+        mv("architecture", "tech_decisions").unwrap(),
+        "Succeeded\nMoved: architecture from project_overview to tech_decisions"
+    );
+    assert_eq!(f.read("project_overview"), "# Project overview\n- [[dependencies]]\n");
+    assert_eq!(f.read("tech_decisions"), "# decisions\n- [[architecture]]\n");
+    assert_eq!(
+        f.tree(),
+        "root:\n  - project_overview:\n    - dependencies\n  - tech_decisions:\n    - architecture:\n      - db_schema\n      - service_layer\n"
+    );
+    assert_eq!(f.read("db_schema"), "# db\n", "the subtree is untouched");
+    assert_eq!(
+        mv("architecture", "tech_decisions").unwrap(),
+        "Succeeded\nUnchanged: architecture is already a child of tech_decisions"
+    );
+    let before = f.files();
+    assert_eq!(
+        mv("tech_decisions", "db_schema").unwrap_err().report(),
+        "Error: new_parent: db_schema is in the subtree of tech_decisions; that would make a cycle"
+    );
+    assert_eq!(
+        mv("db_schema", "db_schema").unwrap_err().report(),
+        "Error: new_parent: db_schema is in the subtree of db_schema; that would make a cycle"
+    );
+    assert_eq!(mv("root", "db_schema").unwrap_err().report(), "Error: id: root cannot move");
+    assert_eq!(mv("db_schema", "nope").unwrap_err().report(), "Error: new_parent: not found");
+    assert_eq!(mv("nope", "db_schema").unwrap_err().report(), "Error: id: not found");
+    assert_eq!(before, f.files(), "refused moves change nothing");
+    assert!(f.memory.validate().unwrap().is_healthy());
+}

@@ -16,8 +16,15 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, t
 use crate::arguments;
 
 /// Every tool this server can expose, in `tools/list` order.
-pub const TOOL_NAMES: &[&str] =
-    &["read_document", "update_document", "edit_document", "get_document_tree", "search", "recall"];
+pub const TOOL_NAMES: &[&str] = &[
+    "read_document",
+    "update_document",
+    "edit_document",
+    "move_document",
+    "get_document_tree",
+    "search",
+    "recall",
+];
 
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
@@ -63,6 +70,13 @@ pub struct UpdateDocumentArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveDocumentArgs {
+    pub id: String,
+    pub new_parent: String,
+}
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -218,6 +232,20 @@ impl MemtreeServer {
             let scope = parse_scope_argument(args.scope.as_deref())?;
             let budget = args.budget.map_or(1200, |b| b as usize);
             Ok(m.recall(&args.task, budget, scope)?.render())
+        })
+        .await
+    }
+
+    #[tool(description = "Move a document and its subtree under another parent in one step \
+                          (removing a link would delete the subtree).")]
+    async fn move_document(
+        &self,
+        Parameters(args): Parameters<MoveDocumentArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let id = parse_id_argument("id", Some(&args.id))?;
+            let new_parent = parse_id_argument("new_parent", Some(&args.new_parent))?;
+            Ok(m.move_document(&id, &new_parent)?.report())
         })
         .await
     }

@@ -46,7 +46,15 @@ async fn lists_the_tools_within_the_budgets() {
     names.sort();
     assert_eq!(
         names,
-        ["edit_document", "get_document_tree", "read_document", "recall", "search", "update_document"]
+        [
+            "edit_document",
+            "get_document_tree",
+            "move_document",
+            "read_document",
+            "recall",
+            "search",
+            "update_document"
+        ]
     );
     let size = list_size(&tools);
     assert!(size <= 6000, "tools/list is {size} characters; the default set must fit in 6,000");
@@ -117,7 +125,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 6);
+    assert_eq!(TOOL_NAMES.len(), 7);
 }
 
 #[tokio::test]

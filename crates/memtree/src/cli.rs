@@ -28,6 +28,8 @@ enum Command {
     Write(commands::write::Args),
     /// Print the document tree
     Tree,
+    /// Move a document and its subtree under another parent
+    Move(commands::move_document::Args),
     /// Search the memory: ranked passages with their place in the tree
     Search(commands::search::Args),
     /// A memory pack for a task, within a token budget
@@ -70,6 +72,7 @@ pub fn main() -> ExitCode {
             Command::Read(args) => commands::read::run(&settings, args),
             Command::Write(args) => commands::write::run(&settings, args),
             Command::Tree => commands::tree::run(&settings),
+            Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
             Command::Query(args) => commands::query::run(&settings, args),
             Command::Reindex => commands::reindex::run(&settings),

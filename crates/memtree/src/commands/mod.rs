@@ -1,5 +1,6 @@
 //! One module per subcommand: its `Args` and its `run`.
 
+pub mod move_document;
 pub mod query;
 pub mod read;
 pub mod reindex;
