@@ -70,3 +70,24 @@ async def test_move_document_re_parents_a_subtree(serve, store, cli):
     r = cli("move", "silica", "projects")
     assert r.rc == 0 and r.out == "Succeeded\nMoved: silica from archive to projects\n", (r.out, r.err)
     assert cli("validate").rc == 0
+
+
+async def test_l0_index_in_tool_resource_cli_and_instructions(serve, cli):
+    async with serve() as m:
+        await m.build([
+            (None, "# Memory\n- [[projects]]\n- [[people]]\n"),
+            ("projects", "---\nsummary: Software projects I work on\n---\n# Projects\n- [[silica]]\n"),
+            ("silica", "# Silica\nA Python agent framework. Uses pytest.\n"),
+        ])
+        expected = "root: Memory\n- projects: Software projects I work on\n  - silica: A Python agent framework\n- people\n"
+        assert await m.call("get_document_tree", {"summaries": True}) == ok(expected)
+        resources = await m.session.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["memtree://index"]
+        read = await m.session.read_resource("memtree://index")
+        assert read.contents[0].text == expected
+    async with serve() as m:
+        assert m.init.instructions.endswith("What the memory holds:\n" + expected), m.init.instructions
+    r = cli("index")
+    assert r.rc == 0 and r.out == expected, r.out
+    small = cli("--index-budget", "60", "index")
+    assert small.rc == 0 and len(small.out.encode()) <= 61 and "more at the top level" in small.out, small.out

@@ -8,6 +8,7 @@ pub mod doc_id;
 pub mod error;
 pub mod front_matter;
 pub mod index;
+pub mod l0;
 pub mod links;
 pub mod memory;
 pub mod pack;

@@ -19,6 +19,7 @@ use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter, Scope};
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
+use crate::l0;
 use crate::links::{self, InvalidLink, parse_links};
 use crate::pack::{self, Pack};
 use crate::sections::{self, SectionLookup, SectionSpan};
@@ -32,11 +33,17 @@ pub struct MemorySettings {
     pub root_template: String,
     /// Largest document accepted, in bytes.
     pub max_document_bytes: usize,
+    /// Byte budget of the L0 index.
+    pub index_budget: usize,
 }
 
 impl Default for MemorySettings {
     fn default() -> Self {
-        MemorySettings { root_template: "# Memory\n".to_owned(), max_document_bytes: 1 << 20 }
+        MemorySettings {
+            root_template: "# Memory\n".to_owned(),
+            max_document_bytes: 1 << 20,
+            index_budget: 2048,
+        }
     }
 }
 
@@ -380,6 +387,36 @@ impl Memory {
         self.storage.apply(&change)?;
         self.index_change(&change);
         Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() })
+    }
+
+    /// The L0 index: the tree from root with a one-line summary per
+    /// document (front-matter `summary`, else the first line of text),
+    /// within `budget` bytes (the configured budget when `None`). Reads only
+    /// the documents it shows.
+    pub fn l0_index(&self, budget: Option<usize>) -> Result<String, MemoryError> {
+        self.restore_invariants()?;
+        let mut failure = None;
+        let text =
+            l0::render(budget.unwrap_or(self.settings.index_budget), |id| match self.storage.read(id) {
+                Ok(Some(text)) => {
+                    let split = front_matter::split(&text);
+                    let summary = split
+                        .yaml
+                        .and_then(|y| FrontMatter::parse(y).ok())
+                        .and_then(|fm| fm.summary)
+                        .map_or_else(|| l0::first_sentence(split.body), |s| l0::shorten(&s, 80));
+                    Some(l0::Entry { summary, children: parse_links(split.body).ids })
+                }
+                Ok(None) | Err(crate::storage::StorageError::InvalidUtf8 { .. }) => None,
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    None
+                }
+            });
+        match failure {
+            Some(e) => Err(e.into()),
+            None => Ok(text),
+        }
     }
 
     /// One section of a document: its heading line and everything under it.

@@ -101,5 +101,14 @@ mod tests {
         for (args, expected) in cases {
             assert_eq!(check_json(args.clone()), Err(expected.to_owned()), "{args}");
         }
+        let bare = Tool::new(
+            "t",
+            "d",
+            Arc::new(serde_json::json!({ "type": "object" }).as_object().unwrap().clone()),
+        );
+        assert_eq!(
+            check(&bare, serde_json::json!({ "x": 1 }).as_object()),
+            Err("Error: x: unknown argument (this tool takes no arguments)".to_owned())
+        );
     }
 }

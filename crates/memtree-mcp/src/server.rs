@@ -8,7 +8,8 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
@@ -25,6 +26,9 @@ pub const TOOL_NAMES: &[&str] = &[
     "search",
     "recall",
 ];
+
+/// The L0 index as an MCP resource.
+const INDEX_URI: &str = "memtree://index";
 
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
@@ -69,7 +73,10 @@ pub struct UpdateDocumentArgs {
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NoArgs {}
+pub struct TreeArgs {
+    /// The compact index instead: one-line summaries, folded to fit.
+    pub summaries: Option<bool>,
+}
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -253,9 +260,14 @@ impl MemtreeServer {
     #[tool(description = "The document tree as YAML.")]
     async fn get_document_tree(
         &self,
-        Parameters(_): Parameters<NoArgs>,
+        Parameters(args): Parameters<TreeArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(|m| Ok(m.tree()?.render_yaml())).await
+        self.run(
+            move |m| {
+                if args.summaries == Some(true) { m.l0_index(None) } else { Ok(m.tree()?.render_yaml()) }
+            },
+        )
+        .await
     }
 }
 
@@ -275,8 +287,43 @@ impl ServerHandler for MemtreeServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // The L0 index rides along, so an agent starts knowing what exists.
+        let instructions = match self.memory.l0_index(None) {
+            Ok(index) => format!("{INSTRUCTIONS}\n\nWhat the memory holds:\n{index}"),
+            Err(error) => {
+                tracing::warn!(%error, "no L0 index in the instructions");
+                INSTRUCTIONS.to_owned()
+            }
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("memtree", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(INDEX_URI, "index")
+                .with_description("The memory's table of contents: the tree with one-line summaries."),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != INDEX_URI {
+            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
+        }
+        let memory = Arc::clone(&self.memory);
+        let index = tokio::task::spawn_blocking(move || memory.l0_index(None))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?
+            .map_err(|e| ErrorData::internal_error(e.report(), None))?;
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(index, INDEX_URI)]).into())
     }
 }

@@ -104,7 +104,7 @@ async fn malformed_arguments_get_spec_form_errors() {
         (
             "get_document_tree",
             serde_json::json!({ "x": 1 }),
-            "Error: x: unknown argument (this tool takes no arguments)",
+            "Error: x: unknown argument (expected one of: summaries)",
         ),
     ];
     for (tool, args, expected) in cases {

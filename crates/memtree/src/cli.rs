@@ -28,6 +28,8 @@ enum Command {
     Write(commands::write::Args),
     /// Print the document tree
     Tree,
+    /// Print the L0 index: the tree with one-line summaries, within a byte budget
+    Index,
     /// Move a document and its subtree under another parent
     Move(commands::move_document::Args),
     /// Search the memory: ranked passages with their place in the tree
@@ -72,6 +74,7 @@ pub fn main() -> ExitCode {
             Command::Read(args) => commands::read::run(&settings, args),
             Command::Write(args) => commands::write::run(&settings, args),
             Command::Tree => commands::tree::run(&settings),
+            Command::Index => commands::index::run(&settings),
             Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
             Command::Query(args) => commands::query::run(&settings, args),

@@ -21,6 +21,8 @@ pub mod env {
     pub const TOOLS: &str = "MEMTREE_TOOLS";
     /// Log filter (tracing `EnvFilter` syntax); logs go to stderr.
     pub const LOG: &str = "MEMTREE_LOG";
+    /// Byte budget of the L0 index.
+    pub const INDEX_BUDGET: &str = "MEMTREE_INDEX_BUDGET";
     /// BPE tokenizer memory packs are counted with.
     pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
     /// Test-only crash injection: `journal` or `apply:N`.
@@ -39,6 +41,9 @@ pub struct GlobalArgs {
     /// Largest document accepted, in bytes [env: MEMTREE_MAX_DOCUMENT_BYTES; default 1048576]
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_document_bytes: Option<usize>,
+    /// Byte budget of the L0 index (table of contents) [env: MEMTREE_INDEX_BUDGET; default 2048]
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub index_budget: Option<usize>,
     /// Tokenizer of memory packs: cl100k_base or o200k_base [env: MEMTREE_TOKENIZER; default cl100k_base]
     #[arg(long, global = true, value_name = "NAME")]
     pub tokenizer: Option<String>,
@@ -74,6 +79,12 @@ impl Settings {
             memory.max_document_bytes = raw
                 .parse()
                 .with_context(|| format!("{}={raw:?} is not a byte count", env::MAX_DOCUMENT_BYTES))?;
+        }
+        if let Some(budget) = args.index_budget {
+            memory.index_budget = budget;
+        } else if let Some(raw) = var(env::INDEX_BUDGET) {
+            memory.index_budget =
+                raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::INDEX_BUDGET))?;
         }
         let fault = var(env::FAULT)
             .map(|raw| raw.parse().map_err(anyhow::Error::msg))

@@ -1,5 +1,6 @@
 //! One module per subcommand: its `Args` and its `run`.
 
+pub mod index;
 pub mod move_document;
 pub mod query;
 pub mod read;

@@ -1,0 +1,17 @@
+//! `memtree index`: the L0 index (seed 002), the table of contents an agent
+//! gets at the start of every session.
+
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
+    let index = super::open_memory(settings)?.l0_index(None)?;
+    if settings.json {
+        super::print_json(&serde_json::json!({ "index": index, "bytes": index.len() }))?;
+    } else {
+        super::print(&index)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
