@@ -91,3 +91,15 @@ async def test_l0_index_in_tool_resource_cli_and_instructions(serve, cli):
     assert r.rc == 0 and r.out == expected, r.out
     small = cli("--index-budget", "60", "index")
     assert small.rc == 0 and len(small.out.encode()) <= 61 and "more at the top level" in small.out, small.out
+
+
+async def test_remember_through_the_tool(serve, store):
+    async with serve() as m:
+        await m.build([(None, "# Memory\n- [[infra]]\n"), ("infra", "# Infra\n\n## Database\n- Production DB is PostgreSQL 14\n")])
+        r = await m.call("remember", {"content": "Production DB is PostgreSQL 15", "document": "infra", "section": "Database"})
+        assert r == ok("Replaced in infra#Database: - Production DB is PostgreSQL 14")
+        r = await m.call("remember", {"content": "Nightly backups", "document": "infra", "section": "Backups"})
+        assert r == ok("Added to infra#Backups")
+        assert docs(store)["infra"] == "# Infra\n\n## Database\n- Production DB is PostgreSQL 15\n\n## Backups\n- Nightly backups\n"
+        r = await m.call("remember", {"content": "x", "mode": "replace"})
+        assert r == err('Error: mode: "replace" is not one of upsert, append, merge')

@@ -12,6 +12,7 @@ pub mod l0;
 pub mod links;
 pub mod memory;
 pub mod pack;
+pub mod remember;
 pub mod sections;
 pub mod storage;
 pub mod tree;

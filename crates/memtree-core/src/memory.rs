@@ -22,12 +22,13 @@ use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCount
 use crate::l0;
 use crate::links::{self, InvalidLink, parse_links};
 use crate::pack::{self, Pack};
+use crate::remember;
 use crate::sections::{self, SectionLookup, SectionSpan};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
 use crate::tree::{Finding, Tree, join};
 
 /// Engine settings, resolved by the binary before any work.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MemorySettings {
     /// Content of `root` when the store is created.
     pub root_template: String,
@@ -35,6 +36,8 @@ pub struct MemorySettings {
     pub max_document_bytes: usize,
     /// Byte budget of the L0 index.
     pub index_budget: usize,
+    /// Word overlap from which `remember` treats two lines as one fact.
+    pub dedup_threshold: f64,
 }
 
 impl Default for MemorySettings {
@@ -43,6 +46,7 @@ impl Default for MemorySettings {
             root_template: "# Memory\n".to_owned(),
             max_document_bytes: 1 << 20,
             index_budget: 2048,
+            dedup_threshold: 0.7,
         }
     }
 }
@@ -81,6 +85,39 @@ pub struct ValidationReport {
 impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
+    }
+}
+
+/// What `remember` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remembered {
+    pub id: DocId,
+    pub section: String,
+    pub action: remember::Action,
+    /// The document made for the fact, when none matched.
+    pub created: Option<DocId>,
+    /// Documents the fact's own links created.
+    pub update: UpdateOutcome,
+}
+
+impl Remembered {
+    pub fn report(&self) -> String {
+        let place = format!("{}#{}", self.id, self.section);
+        let mut out = match &self.action {
+            remember::Action::Added => format!("Added to {place}"),
+            remember::Action::Replaced { old } => format!("Replaced in {place}: {}", old.trim()),
+            remember::Action::Merged { old } => format!("Merged into {place}: {}", old.trim()),
+            remember::Action::Skipped { existing } => {
+                format!("Skipped: {place} already says: {}", existing.trim())
+            }
+        };
+        if let Some(id) = &self.created {
+            out = format!("Created document {id}\n{out}");
+        }
+        if !self.update.created.is_empty() {
+            out.push_str(&format!("\nCreated: {}", join(&self.update.created)));
+        }
+        out
     }
 }
 
@@ -387,6 +424,96 @@ impl Memory {
         self.storage.apply(&change)?;
         self.index_change(&change);
         Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() })
+    }
+
+    /// Puts a fact into the `##` section `section` (default `Notes`) of
+    /// `document`, or of the best match for it by search, or of a new child
+    /// of root named after the section; compares it with what the section
+    /// says first (see [`remember::Mode`]).
+    pub fn remember(
+        &self,
+        fact: &str,
+        document: Option<&DocId>,
+        section: Option<&str>,
+        mode: remember::Mode,
+    ) -> Result<Remembered, MemoryError> {
+        if fact.trim().is_empty() {
+            return Err(MemoryError::InvalidArgument { argument: "content", what: "empty".to_owned() });
+        }
+        let section = section
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("Notes")
+            .trim_start_matches('#')
+            .trim();
+        let mut created = None;
+        let target = match document {
+            Some(id) => id.clone(),
+            None => {
+                match self.index.as_ref().map(|_| self.search(&format!("{section} {fact}"), 1, None, None)) {
+                    Some(Ok(hits)) if !hits.is_empty() => hits[0].id.clone(),
+                    Some(Err(e)) => return Err(e),
+                    _ => {
+                        let id = self.new_child_id(section)?;
+                        let root = self.read_existing(&DocId::root())?;
+                        let sep = if root.is_empty() || root.ends_with('\n') { "" } else { "\n" };
+                        self.update_document(&DocId::root(), &format!("{root}{sep}- [[{id}]]\n"))?;
+                        created = Some(id.clone());
+                        id
+                    }
+                }
+            }
+        };
+        let threshold = self.settings.dedup_threshold;
+        let mut action = remember::Action::Added;
+        let update = self.rewrite(&target, &format!("remember in {target}#{section}"), |text| {
+            let split = front_matter::split(text);
+            let offset = text.len() - split.body.len();
+            match sections::find_section(split.body, section) {
+                SectionLookup::Found(span) => {
+                    let body = &split.body[span.body_start..span.end];
+                    let (new_body, done) = remember::apply(body, fact, mode, threshold);
+                    action = done;
+                    let gap =
+                        if span.end < split.body.len() && !new_body.ends_with("\n\n") { "\n" } else { "" };
+                    Ok(format!(
+                        "{}{new_body}{gap}{}",
+                        &text[..offset + span.body_start],
+                        &text[offset + span.end..]
+                    ))
+                }
+                SectionLookup::NotFound { .. } => {
+                    let kept = text.trim_end();
+                    Ok(format!("{kept}\n\n## {section}\n{}\n", remember::as_line(fact)))
+                }
+                SectionLookup::Ambiguous { .. } => {
+                    Err(section_span(&target, text, section).expect_err("an ambiguous heading is an error"))
+                }
+            }
+        })?;
+        Ok(Remembered { id: target, section: section.to_owned(), action, created, update })
+    }
+
+    /// A free id for a new document named `name`: lower-case words joined
+    /// by `_` (`note` when nothing is left), with a number when taken.
+    fn new_child_id(&self, name: &str) -> Result<DocId, MemoryError> {
+        let slug: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+            .collect::<String>()
+            .split('_')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join("_");
+        let base: String = if slug.is_empty() { "note".to_owned() } else { slug.chars().take(60).collect() };
+        for n in 1.. {
+            let candidate = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+            let id = DocId::parse(&candidate).expect("slugs are valid ids");
+            if self.storage.stamp(&id)?.is_none() && self.storage.find_folded(&id)?.is_none() {
+                return Ok(id);
+            }
+        }
+        unreachable!("some numbered id is free")
     }
 
     /// The L0 index: the tree from root with a one-line summary per

@@ -540,3 +540,54 @@ fn a_move_re_parents_the_whole_subtree_in_one_step() {
     assert_eq!(before, f.files(), "refused moves change nothing");
     assert!(f.memory.validate().unwrap().is_healthy());
 }
+
+#[test]
+fn remember_puts_facts_into_sections_and_says_what_it_did() {
+    use memtree_core::remember::Mode;
+    let f = Fixture::new(
+        "//- /root.md\n# Memory\n- [[infra]]\n//- /infra.md\n# Infra\n\n## Database\n- Production DB is PostgreSQL 14 on prod-db:5432\n\n## Hosts\n- web-1\n",
+    );
+    let remember = |fact: &str, doc: Option<&str>, section: Option<&str>, mode| {
+        f.memory.remember(fact, doc.map(id).as_ref(), section, mode).unwrap().report()
+    };
+    assert_eq!(
+        remember(
+            "Production DB is PostgreSQL 15 on prod-db:5432",
+            Some("infra"),
+            Some("Database"),
+            Mode::Upsert
+        ),
+        "Replaced in infra#Database: - Production DB is PostgreSQL 14 on prod-db:5432"
+    );
+    assert_eq!(
+        remember("Connection pool: 20 max", Some("infra"), Some("Database"), Mode::Upsert),
+        "Added to infra#Database"
+    );
+    assert_eq!(
+        remember("connection pool: 20 MAX", Some("infra"), Some("## Database"), Mode::Upsert),
+        "Skipped: infra#Database already says: - Connection pool: 20 max"
+    );
+    assert_eq!(
+        remember("Backups nightly via [[backup_runbook]]", Some("infra"), Some("Backups"), Mode::Append),
+        "Added to infra#Backups\nCreated: backup_runbook"
+    );
+    assert_eq!(
+        f.read("infra"),
+        "# Infra\n\n## Database\n- Production DB is PostgreSQL 15 on prod-db:5432\n- Connection pool: 20 max\n\n## Hosts\n- web-1\n\n## Backups\n- Backups nightly via [[backup_runbook]]\n"
+    );
+    // No document named and no index to search: a new child of root.
+    assert_eq!(
+        remember("Prefers dark mode", None, Some("User preferences"), Mode::Upsert),
+        "Created document user_preferences\nAdded to user_preferences#User preferences"
+    );
+    assert!(f.read("root").ends_with("- [[user_preferences]]\n"));
+    assert!(f.memory.validate().unwrap().is_healthy());
+    assert_eq!(
+        f.memory.remember(" ", None, None, Mode::Upsert).unwrap_err().report(),
+        "Error: content: empty"
+    );
+    assert_eq!(
+        f.memory.remember("x", Some(&id("nope")), None, Mode::Upsert).unwrap_err().report(),
+        "Error: id: not found"
+    );
+}

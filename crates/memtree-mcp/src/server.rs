@@ -18,6 +18,7 @@ use crate::arguments;
 
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &[
+    "remember",
     "read_document",
     "update_document",
     "edit_document",
@@ -76,6 +77,19 @@ pub struct UpdateDocumentArgs {
 pub struct TreeArgs {
     /// The compact index instead: one-line summaries, folded to fit.
     pub summaries: Option<bool>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RememberArgs {
+    /// The fact, one line or a short paragraph.
+    pub content: String,
+    /// Target document; default: the best match, else a new one.
+    pub document: Option<String>,
+    /// `##` section; default Notes.
+    pub section: Option<String>,
+    /// upsert (default): replace a near-duplicate; append; merge.
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -239,6 +253,26 @@ impl MemtreeServer {
             let scope = parse_scope_argument(args.scope.as_deref())?;
             let budget = args.budget.map_or(1200, |b| b as usize);
             Ok(m.recall(&args.task, budget, scope)?.render())
+        })
+        .await
+    }
+
+    #[tool(description = "Store a fact in a document's ## section without rewriting the document; \
+                          a near-duplicate line is replaced (upsert), kept beside (append) or merged.")]
+    async fn remember(
+        &self,
+        Parameters(args): Parameters<RememberArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let document =
+                args.document.as_deref().map(|d| parse_id_argument("document", Some(d))).transpose()?;
+            let mode = match args.mode.as_deref() {
+                None | Some("") => memtree_core::remember::Mode::Upsert,
+                Some(raw) => {
+                    raw.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?
+                }
+            };
+            Ok(m.remember(&args.content, document.as_ref(), args.section.as_deref(), mode)?.report())
         })
         .await
     }

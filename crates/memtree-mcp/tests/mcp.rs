@@ -52,6 +52,7 @@ async fn lists_the_tools_within_the_budgets() {
             "move_document",
             "read_document",
             "recall",
+            "remember",
             "search",
             "update_document"
         ]
@@ -125,7 +126,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 7);
+    assert_eq!(TOOL_NAMES.len(), 8);
 }
 
 #[tokio::test]

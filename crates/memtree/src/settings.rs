@@ -23,6 +23,8 @@ pub mod env {
     pub const LOG: &str = "MEMTREE_LOG";
     /// Byte budget of the L0 index.
     pub const INDEX_BUDGET: &str = "MEMTREE_INDEX_BUDGET";
+    /// Word overlap (0–1) from which `remember` treats two lines as one fact.
+    pub const DEDUP_THRESHOLD: &str = "MEMTREE_DEDUP_THRESHOLD";
     /// BPE tokenizer memory packs are counted with.
     pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
     /// Test-only crash injection: `journal` or `apply:N`.
@@ -85,6 +87,12 @@ impl Settings {
         } else if let Some(raw) = var(env::INDEX_BUDGET) {
             memory.index_budget =
                 raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::INDEX_BUDGET))?;
+        }
+        if let Some(raw) = var(env::DEDUP_THRESHOLD) {
+            memory.dedup_threshold =
+                raw.parse().ok().filter(|t: &f64| (0.0..=1.0).contains(t)).with_context(|| {
+                    format!("{}={raw:?} is not a number from 0 to 1", env::DEDUP_THRESHOLD)
+                })?;
         }
         let fault = var(env::FAULT)
             .map(|raw| raw.parse().map_err(anyhow::Error::msg))
