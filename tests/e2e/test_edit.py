@@ -103,3 +103,20 @@ async def test_remember_through_the_tool(serve, store):
         assert docs(store)["infra"] == "# Infra\n\n## Database\n- Production DB is PostgreSQL 15\n\n## Backups\n- Nightly backups\n"
         r = await m.call("remember", {"content": "x", "mode": "replace"})
         assert r == err('Error: mode: "replace" is not one of upsert, append, merge')
+
+
+async def test_lifecycle_through_the_tool(serve, store):
+    async with serve() as m:
+        await m.build([(None, "# Memory\n- [[old_db]]\n- [[db]]\n"),
+                       ("old_db", "# Old DB\nStaging Postgres listens on port 6432.\n"),
+                       ("db", "# DB\nStaging Postgres listens on port 5433.\n")])
+        r = await m.call("lifecycle", {"id": "old_db", "superseded_by": "db", "why": "port changed in March"})
+        assert r == ok("Succeeded\nold_db: status: deprecated, superseded_by: db")
+        assert docs(store)["old_db"].startswith("---\nwhy: port changed in March\nstatus: deprecated\nsuperseded_by: db\n---\n")
+        read = await m.read("old_db")
+        assert read.text.startswith("> Superseded by db: read that for the current version.\n\n"), read
+        found = await m.call("search", {"query": "staging postgres port"})
+        assert "[old_db" not in found.text and "[db#DB]" in found.text, found.text
+        assert await m.call("lifecycle", {"id": "db", "status": "gone", "why": "x"}) == err(
+            'Error: status: "gone" is not active or deprecated'
+        )

@@ -57,6 +57,8 @@ pub struct FrontMatter {
     pub status: Option<Status>,
     /// `YYYY-MM-DD`, possibly followed by a time.
     pub expires: Option<String>,
+    /// The id of the document that replaces this one.
+    pub superseded_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +153,12 @@ impl FrontMatter {
                 _ => return Err(invalid("status", "active or deprecated")),
             });
         }
+        if let Some(v) = get("superseded_by") {
+            match scalar_string(v) {
+                Some(s) if crate::doc_id::DocId::parse(&s).is_ok() => fm.superseded_by = Some(s),
+                _ => return Err(invalid("superseded_by", "a document id")),
+            }
+        }
         if let Some(v) = get("expires") {
             match scalar_string(v) {
                 Some(s) if is_date_prefix(&s) => fm.expires = Some(s),
@@ -158,6 +166,47 @@ impl FrontMatter {
             }
         }
         Ok(fm)
+    }
+}
+
+/// `text` with top-level keys of its front-matter block set (`Some`) or
+/// removed (`None`), every other line kept as written; a block is created
+/// when there is none. Values are YAML scalars, quoted where needed.
+pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
+    let parts = split(text);
+    let mut lines: Vec<String> = parts.yaml.unwrap_or("").lines().map(str::to_owned).collect();
+    for (key, value) in keys {
+        let prefix = format!("{key}:");
+        let at = lines.iter().position(|l| l.starts_with(&prefix));
+        let value_line = value.as_ref().map(|v| format!("{key}: {}", scalar(v)));
+        match (at, value_line) {
+            (Some(i), Some(line)) => {
+                let continuation = lines[i + 1..].iter().take_while(|l| l.starts_with([' ', '\t'])).count();
+                lines.splice(i..=i + continuation, [line]);
+            }
+            (Some(i), None) => {
+                let continuation = lines[i + 1..].iter().take_while(|l| l.starts_with([' ', '\t'])).count();
+                lines.drain(i..=i + continuation);
+            }
+            (None, Some(line)) => lines.push(line),
+            (None, None) => {}
+        }
+    }
+    let yaml: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    if yaml.is_empty() && parts.block.is_none() {
+        return text.to_owned();
+    }
+    format!("---\n{yaml}---\n{}", parts.body)
+}
+
+/// A string as a YAML scalar that reads back as the same string.
+fn scalar(value: &str) -> String {
+    let plain = matches!(yaml_serde::from_str::<Value>(value), Ok(Value::String(ref s)) if s == value)
+        || value.parse::<f64>().is_ok();
+    if plain && !value.contains(['#', ':']) && !value.starts_with(['\'', '"', ' ']) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', "''"))
     }
 }
 
@@ -211,6 +260,22 @@ mod tests {
             let s = split(text);
             assert_eq!((s.block, s.body), (None, text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn keys_are_set_in_place_and_the_rest_is_kept() {
+        let text = "---\n# mine\ntags:\n  - a\nstatus: active\n---\n# Doc\n";
+        let set = set_keys(
+            text,
+            &[("status", Some("deprecated".into())), ("why", Some("moved: see x".into())), ("tags", None)],
+        );
+        assert_eq!(set, "---\n# mine\nstatus: deprecated\nwhy: 'moved: see x'\n---\n# Doc\n");
+        assert_eq!(FrontMatter::parse(split(&set).yaml.unwrap()).unwrap().status, Some(Status::Deprecated));
+        assert_eq!(
+            set_keys("# Doc\n", &[("priority", Some("0.9".into()))]),
+            "---\npriority: 0.9\n---\n# Doc\n"
+        );
+        assert_eq!(set_keys("# Doc\n", &[("why", None)]), "# Doc\n");
     }
 
     #[test]

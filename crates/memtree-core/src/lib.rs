@@ -22,7 +22,8 @@ pub use error::{CrossTreeReason, MemoryError, parse_id_argument, parse_scope_arg
 pub use front_matter::Scope;
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
 pub use memory::{
-    Edit, Memory, MemorySettings, Reconciliation, StoreStatus, UpdateOutcome, ValidationReport,
+    Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered, StoreStatus,
+    UpdateOutcome, ValidationReport,
 };
 pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};

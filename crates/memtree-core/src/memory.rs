@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
-use crate::front_matter::{self, FrontMatter, Scope};
+use crate::front_matter::{self, FrontMatter, Scope, Status};
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::l0;
 use crate::links::{self, InvalidLink, parse_links};
@@ -85,6 +85,26 @@ pub struct ValidationReport {
 impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < crate::tree::Severity::Error)
+    }
+}
+
+/// A lifecycle change; `None` fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lifecycle {
+    pub status: Option<Status>,
+    pub scope: Option<Scope>,
+    pub priority: Option<f64>,
+    /// `YYYY-MM-DD`.
+    pub expires: Option<String>,
+    pub superseded_by: Option<DocId>,
+}
+
+fn scope_word(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Global => "global",
+        Scope::Agent => "agent",
+        Scope::Project => "project",
+        Scope::Ephemeral => "ephemeral",
     }
 }
 
@@ -338,10 +358,19 @@ impl Memory {
         self
     }
 
-    /// The document's Markdown as stored.
+    /// The document's Markdown as stored; a superseded document's text is
+    /// preceded by one line naming the document that replaces it.
     pub fn read_document(&self, id: &DocId) -> Result<String, MemoryError> {
         self.restore_invariants()?;
-        self.read_existing(id)
+        let text = self.read_existing(id)?;
+        let successor = front_matter::split(&text)
+            .yaml
+            .and_then(|y| FrontMatter::parse(y).ok())
+            .and_then(|fm| fm.superseded_by);
+        Ok(match successor {
+            Some(new) => format!("> Superseded by {new}: read that for the current version.\n\n{text}"),
+            None => text,
+        })
     }
 
     /// Replaces a document's content, creating the documents its new links
@@ -516,6 +545,63 @@ impl Memory {
         unreachable!("some numbered id is free")
     }
 
+    /// Changes a document's lifecycle (status, scope, priority, expiry, or
+    /// the document that supersedes it), recording `why` with it.
+    /// Deprecated and superseded memory leaves search and packs but stays in
+    /// the tree.
+    pub fn set_lifecycle(&self, id: &DocId, change: &Lifecycle, why: &str) -> Result<String, MemoryError> {
+        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        let why = why.trim();
+        if why.is_empty() {
+            return Err(invalid("why", "empty: say why the memory changes".to_owned()));
+        }
+        if let Some(p) = change.priority
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(invalid("priority", format!("{p} is not from 0 to 1")));
+        }
+        if let Some(new) = &change.superseded_by {
+            if new == id {
+                return Err(invalid("superseded_by", "a document cannot supersede itself".to_owned()));
+            }
+            if self.storage.stamp(new)?.is_none() {
+                return Err(invalid("superseded_by", format!("{new} not found")));
+            }
+        }
+        let status = change.superseded_by.as_ref().map(|_| Status::Deprecated).or(change.status);
+        let mut keys: Vec<(&str, Option<String>)> = vec![("why", Some(why.to_owned()))];
+        if let Some(status) = status {
+            let word = if status == Status::Deprecated { "deprecated" } else { "active" };
+            keys.push(("status", Some(word.to_owned())));
+            if status == Status::Active {
+                keys.push(("superseded_by", None));
+            }
+        }
+        if let Some(new) = &change.superseded_by {
+            keys.push(("superseded_by", Some(new.to_string())));
+        }
+        if let Some(scope) = change.scope {
+            keys.push(("scope", Some(scope_word(scope).to_owned())));
+        }
+        if let Some(p) = change.priority {
+            keys.push(("priority", Some(p.to_string())));
+        }
+        if let Some(expires) = &change.expires {
+            keys.push(("expires", Some(expires.clone())));
+        }
+        if keys.len() == 1 {
+            return Err(invalid(
+                "status",
+                "nothing to change: give status, scope, priority, expires or superseded_by".to_owned(),
+            ));
+        }
+        let described: Vec<String> =
+            keys[1..].iter().map(|(k, v)| format!("{k}: {}", v.as_deref().unwrap_or("(removed)"))).collect();
+        let label = format!("lifecycle {id}: {} (why: {why})", described.join(", "));
+        self.rewrite(id, &label, |text| Ok(front_matter::set_keys(text, &keys)))?;
+        Ok(format!("Succeeded\n{id}: {}", described.join(", ")))
+    }
+
     /// The L0 index: the tree from root with a one-line summary per
     /// document (front-matter `summary`, else the first line of text),
     /// within `budget` bytes (the configured budget when `None`). Reads only
@@ -548,7 +634,8 @@ impl Memory {
 
     /// One section of a document: its heading line and everything under it.
     pub fn read_section(&self, id: &DocId, heading: &str) -> Result<String, MemoryError> {
-        let text = self.read_document(id)?;
+        self.restore_invariants()?;
+        let text = self.read_existing(id)?;
         let span = section_span(id, &text, heading)?;
         let body = front_matter::split(&text).body;
         Ok(body[span.start..span.end].to_owned())

@@ -203,3 +203,53 @@ fn remember_without_a_document_picks_the_best_match() {
     assert_eq!(done.report(), "Added to infra/runbooks#Connection refused");
     assert_eq!(cites(&memory, "pgbouncer pool size")[0], "infra/runbooks#Connection refused");
 }
+
+#[test]
+fn lifecycle_changes_take_memory_out_of_search_and_say_where_to_look() {
+    use memtree_core::Lifecycle;
+    use memtree_core::front_matter::Status;
+    let (_dir, memory) = store();
+    assert!(!cites(&memory, "pgbouncer").is_empty());
+    let change = Lifecycle { superseded_by: Some(id("infra")), ..Lifecycle::default() };
+    assert_eq!(
+        memory.set_lifecycle(&id("infra/runbooks"), &change, "merged into infra").unwrap(),
+        "Succeeded\ninfra/runbooks: status: deprecated, superseded_by: infra"
+    );
+    assert!(cites(&memory, "pgbouncer").is_empty(), "superseded memory leaves search");
+    let text = memory.read_document(&id("infra/runbooks")).unwrap();
+    assert!(
+        text.starts_with(
+            "> Superseded by infra: read that for the current version.\n\n---\nwhy: merged into infra\n"
+        ),
+        "{text}"
+    );
+    let back = Lifecycle { status: Some(Status::Active), priority: Some(0.9), ..Lifecycle::default() };
+    memory.set_lifecycle(&id("infra/runbooks"), &back, "still useful").unwrap();
+    assert_eq!(cites(&memory, "pgbouncer")[0], "infra/runbooks#Connection refused");
+    assert!(!memory.read_document(&id("infra/runbooks")).unwrap().contains("superseded_by"));
+    let errors = [
+        (Lifecycle::default(), "why", "Error: why: empty: say why the memory changes"),
+        (
+            Lifecycle::default(),
+            "x",
+            "Error: status: nothing to change: give status, scope, priority, expires or superseded_by",
+        ),
+        (
+            Lifecycle { priority: Some(2.0), ..Lifecycle::default() },
+            "x",
+            "Error: priority: 2 is not from 0 to 1",
+        ),
+        (
+            Lifecycle { superseded_by: Some(id("nope")), ..Lifecycle::default() },
+            "x",
+            "Error: superseded_by: nope not found",
+        ),
+    ];
+    for (change, why, expected) in errors {
+        let why = if why == "why" { " " } else { why };
+        assert_eq!(memory.set_lifecycle(&id("people"), &change, why).unwrap_err().report(), expected);
+    }
+    let expire = Lifecycle { expires: Some("2020-01-01".into()), ..Lifecycle::default() };
+    memory.set_lifecycle(&id("people"), &expire, "temporary").unwrap();
+    assert!(cites(&memory, "manager").is_empty(), "expired memory leaves search");
+}

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use memtree_core::{Edit, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
+use memtree_core::front_matter::Status;
+use memtree_core::{Edit, Lifecycle, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -19,6 +20,7 @@ use crate::arguments;
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &[
     "remember",
+    "lifecycle",
     "read_document",
     "update_document",
     "edit_document",
@@ -90,6 +92,24 @@ pub struct RememberArgs {
     pub section: Option<String>,
     /// upsert (default): replace a near-duplicate; append; merge.
     pub mode: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleArgs {
+    pub id: String,
+    /// Why the memory changes (recorded).
+    pub why: String,
+    /// active or deprecated.
+    pub status: Option<String>,
+    /// global, agent, project or ephemeral.
+    pub scope: Option<String>,
+    /// 0 to 1.
+    pub priority: Option<f64>,
+    /// YYYY-MM-DD; expired memory leaves search.
+    pub expires: Option<String>,
+    /// The id of the document that replaces this one.
+    pub superseded_by: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -273,6 +293,42 @@ impl MemtreeServer {
                 }
             };
             Ok(m.remember(&args.content, document.as_ref(), args.section.as_deref(), mode)?.report())
+        })
+        .await
+    }
+
+    #[tool(description = "Deprecate, reactivate, supersede, re-scope, re-prioritise or set the expiry of a \
+                          document, saying why. Stale memory leaves search and packs, not the tree.")]
+    async fn lifecycle(
+        &self,
+        Parameters(args): Parameters<LifecycleArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let id = parse_id_argument("id", Some(&args.id))?;
+            let status = match args.status.as_deref() {
+                None | Some("") => None,
+                Some("active") => Some(Status::Active),
+                Some("deprecated") => Some(Status::Deprecated),
+                Some(other) => {
+                    return Err(MemoryError::InvalidArgument {
+                        argument: "status",
+                        what: format!("{other:?} is not active or deprecated"),
+                    });
+                }
+            };
+            let superseded_by = args
+                .superseded_by
+                .as_deref()
+                .map(|s| parse_id_argument("superseded_by", Some(s)))
+                .transpose()?;
+            let change = Lifecycle {
+                status,
+                scope: parse_scope_argument(args.scope.as_deref())?,
+                priority: args.priority,
+                expires: args.expires,
+                superseded_by,
+            };
+            m.set_lifecycle(&id, &change, &args.why)
         })
         .await
     }

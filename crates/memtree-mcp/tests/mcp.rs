@@ -49,6 +49,7 @@ async fn lists_the_tools_within_the_budgets() {
         [
             "edit_document",
             "get_document_tree",
+            "lifecycle",
             "move_document",
             "read_document",
             "recall",
@@ -126,7 +127,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 8);
+    assert_eq!(TOOL_NAMES.len(), 9);
 }
 
 #[tokio::test]
