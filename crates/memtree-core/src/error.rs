@@ -114,13 +114,9 @@ pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<Do
 pub fn parse_scope_argument(raw: Option<&str>) -> Result<Option<Scope>, MemoryError> {
     match raw.map(str::trim) {
         None | Some("") => Ok(None),
-        Some("global") => Ok(Some(Scope::Global)),
-        Some("agent") => Ok(Some(Scope::Agent)),
-        Some("project") => Ok(Some(Scope::Project)),
-        Some("ephemeral") => Ok(Some(Scope::Ephemeral)),
-        Some(other) => Err(MemoryError::InvalidArgument {
+        Some(word) => Scope::parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
             argument: "scope",
-            what: format!("{other:?} is not one of global, agent, project, ephemeral"),
+            what: format!("{word:?} is not one of global, agent, project, ephemeral"),
         }),
     }
 }

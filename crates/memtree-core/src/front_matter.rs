@@ -69,6 +69,25 @@ pub enum Scope {
     Ephemeral,
 }
 
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::Global, Scope::Agent, Scope::Project, Scope::Ephemeral];
+
+    /// The scope a front-matter word names.
+    pub fn parse(word: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+
+    /// The word front-matter uses for the scope.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Agent => "agent",
+            Scope::Project => "project",
+            Scope::Ephemeral => "ephemeral",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confidence {
     Stable,
@@ -125,13 +144,11 @@ impl FrontMatter {
             };
         }
         if let Some(v) = get("scope") {
-            fm.scope = Some(match v.as_str() {
-                Some("global") => Scope::Global,
-                Some("agent") => Scope::Agent,
-                Some("project") => Scope::Project,
-                Some("ephemeral") => Scope::Ephemeral,
-                _ => return Err(invalid("scope", "one of global, agent, project, ephemeral")),
-            });
+            fm.scope = Some(
+                v.as_str()
+                    .and_then(Scope::parse)
+                    .ok_or(invalid("scope", "one of global, agent, project, ephemeral"))?,
+            );
         }
         if let Some(v) = get("priority") {
             match v.as_f64() {

@@ -99,15 +99,6 @@ pub struct Lifecycle {
     pub superseded_by: Option<DocId>,
 }
 
-fn scope_word(scope: Scope) -> &'static str {
-    match scope {
-        Scope::Global => "global",
-        Scope::Agent => "agent",
-        Scope::Project => "project",
-        Scope::Ephemeral => "ephemeral",
-    }
-}
-
 /// What `remember` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remembered {
@@ -581,7 +572,7 @@ impl Memory {
             keys.push(("superseded_by", Some(new.to_string())));
         }
         if let Some(scope) = change.scope {
-            keys.push(("scope", Some(scope_word(scope).to_owned())));
+            keys.push(("scope", Some(scope.as_str().to_owned())));
         }
         if let Some(p) = change.priority {
             keys.push(("priority", Some(p.to_string())));

@@ -104,22 +104,11 @@ impl SqliteIndex {
 }
 
 fn scope_str(scope: Option<Scope>) -> Option<&'static str> {
-    scope.map(|s| match s {
-        Scope::Global => "global",
-        Scope::Agent => "agent",
-        Scope::Project => "project",
-        Scope::Ephemeral => "ephemeral",
-    })
+    scope.map(Scope::as_str)
 }
 
 fn scope_from(s: Option<String>) -> Option<Scope> {
-    match s.as_deref() {
-        Some("global") => Some(Scope::Global),
-        Some("agent") => Some(Scope::Agent),
-        Some("project") => Some(Scope::Project),
-        Some("ephemeral") => Some(Scope::Ephemeral),
-        _ => None,
-    }
+    s.as_deref().and_then(Scope::parse)
 }
 
 /// Deletes every row of `ids` from the index tables, inside `tx`.
