@@ -271,3 +271,22 @@ def test_validate_case_collision_on_disk(cli, store):
     r = cli("validate")
     assert r.rc == 1
     assert "Foo" in r.out + r.err and "foo" in r.out + r.err
+
+
+def test_ls_and_lifecycle_commands(cli):
+    assert cli("write", input="# Memory\n- [[a]]\n- [[b]]\n").rc == 0
+    assert cli("write", "a", input="# A\n- [[a1]]\n").rc == 0
+    r = cli("ls", "--json")
+    assert r.rc == 0, r.err
+    data = json.loads(r.out)
+    by_id = {d["id"]: d for d in data["documents"]}
+    assert set(by_id) == {"root", "a", "a1", "b"}
+    assert by_id["a"]["parent"] == "root" and by_id["a"]["children"] == ["a1"] and by_id["root"]["parent"] is None
+    assert by_id["a1"]["bytes"] == len("# a1\n\n")
+    assert sorted((e["from"], e["to"]) for e in data["edges"]) == [("a", "a1"), ("root", "a"), ("root", "b")]
+    plain = cli("ls")
+    assert plain.rc == 0 and plain.out.splitlines()[0].startswith("a\t") and "parent root\t1 children" in plain.out
+    r = cli("lifecycle", "b", "--why", "replaced", "--superseded-by", "a")
+    assert r.rc == 0 and r.out == "Succeeded\nb: status: deprecated, superseded_by: a\n", (r.out, r.err)
+    r = cli("lifecycle", "b", "--why", "x", "--status", "gone")
+    assert r.rc == 1 and r.err.startswith('Error: status: "gone" is not active or deprecated'), r.err

@@ -6,7 +6,7 @@
 //! that the MCP tools and the CLI print the same words.
 
 use crate::doc_id::{DocId, IdError};
-use crate::front_matter::{FrontMatterError, Scope};
+use crate::front_matter::{FrontMatterError, Scope, Status};
 use crate::index::IndexError;
 use crate::storage::StorageError;
 
@@ -117,6 +117,17 @@ pub fn parse_scope_argument(raw: Option<&str>) -> Result<Option<Scope>, MemoryEr
         Some(word) => Scope::parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
             argument: "scope",
             what: format!("{word:?} is not one of global, agent, project, ephemeral"),
+        }),
+    }
+}
+
+/// Turns an optional raw status argument into a `Status`.
+pub fn parse_status_argument(raw: Option<&str>) -> Result<Option<Status>, MemoryError> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(word) => Status::parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
+            argument: "status",
+            what: format!("{word:?} is not active or deprecated"),
         }),
     }
 }

@@ -88,6 +88,20 @@ impl Scope {
     }
 }
 
+impl Status {
+    /// The status a front-matter word names.
+    pub fn parse(word: &str) -> Option<Status> {
+        [Status::Active, Status::Deprecated].into_iter().find(|s| s.as_str() == word)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Deprecated => "deprecated",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confidence {
     Stable,
@@ -164,11 +178,8 @@ impl FrontMatter {
             });
         }
         if let Some(v) = get("status") {
-            fm.status = Some(match v.as_str() {
-                Some("active") => Status::Active,
-                Some("deprecated") => Status::Deprecated,
-                _ => return Err(invalid("status", "active or deprecated")),
-            });
+            fm.status =
+                Some(v.as_str().and_then(Status::parse).ok_or(invalid("status", "active or deprecated"))?);
         }
         if let Some(v) = get("superseded_by") {
             match scalar_string(v) {

@@ -18,12 +18,14 @@ pub mod storage;
 pub mod tree;
 
 pub use doc_id::{DocId, IdError};
-pub use error::{CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument};
+pub use error::{
+    CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
+};
 pub use front_matter::Scope;
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
 pub use memory::{
-    Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered, StoreStatus,
-    UpdateOutcome, ValidationReport,
+    DocumentInfo, Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered,
+    StoreStatus, UpdateOutcome, ValidationReport,
 };
 pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};

@@ -216,6 +216,16 @@ fn section_span(id: &DocId, text: &str, heading: &str) -> Result<SectionSpan, Me
     }
 }
 
+/// One line of the list view.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DocumentInfo {
+    pub id: DocId,
+    pub bytes: u64,
+    pub modified_ns: u64,
+    pub parent: Option<DocId>,
+    pub children: Vec<DocId>,
+}
+
 /// What [`Memory::reconcile`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Reconciliation {
@@ -562,8 +572,7 @@ impl Memory {
         let status = change.superseded_by.as_ref().map(|_| Status::Deprecated).or(change.status);
         let mut keys: Vec<(&str, Option<String>)> = vec![("why", Some(why.to_owned()))];
         if let Some(status) = status {
-            let word = if status == Status::Deprecated { "deprecated" } else { "active" };
-            keys.push(("status", Some(word.to_owned())));
+            keys.push(("status", Some(status.as_str().to_owned())));
             if status == Status::Active {
                 keys.push(("superseded_by", None));
             }
@@ -696,6 +705,25 @@ impl Memory {
     /// The whole tree as it is now on storage.
     pub fn tree(&self) -> Result<Arc<Tree>, MemoryError> {
         Ok(self.snapshot()?.0)
+    }
+
+    /// Every document with its size, last change, parent and children
+    /// (seed 004's list view), in id order.
+    pub fn documents(&self) -> Result<Vec<DocumentInfo>, MemoryError> {
+        let _lock = self.lock(LockMode::Shared)?;
+        let tree = self.tree_unlocked()?.0;
+        let listing = self.storage.list()?;
+        Ok(listing
+            .docs
+            .into_iter()
+            .map(|(id, stamp)| DocumentInfo {
+                parent: tree.parents(&id).first().cloned(),
+                children: tree.links(&id).iter().filter(|c| tree.contains(c)).cloned().collect(),
+                bytes: stamp.len,
+                modified_ns: stamp.modified_ns,
+                id,
+            })
+            .collect())
     }
 
     /// Every broken rule, unreadable file and recovery.

@@ -165,7 +165,7 @@ impl Index for SqliteIndex {
                     scope_str(doc.front.scope),
                     doc.front.priority,
                     doc.front.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
-                    doc.front.status.map(|s| if s == Status::Deprecated { "deprecated" } else { "active" }),
+                    doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
                 for (ord, child) in doc.links.iter().enumerate() {

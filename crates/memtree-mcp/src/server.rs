@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
-use memtree_core::front_matter::Status;
-use memtree_core::{Edit, Lifecycle, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument};
+use memtree_core::{
+    Edit, Lifecycle, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument,
+    parse_status_argument,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -305,17 +307,7 @@ impl MemtreeServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let id = parse_id_argument("id", Some(&args.id))?;
-            let status = match args.status.as_deref() {
-                None | Some("") => None,
-                Some("active") => Some(Status::Active),
-                Some("deprecated") => Some(Status::Deprecated),
-                Some(other) => {
-                    return Err(MemoryError::InvalidArgument {
-                        argument: "status",
-                        what: format!("{other:?} is not active or deprecated"),
-                    });
-                }
-            };
+            let status = parse_status_argument(args.status.as_deref())?;
             let superseded_by = args
                 .superseded_by
                 .as_deref()

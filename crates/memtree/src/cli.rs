@@ -30,6 +30,10 @@ enum Command {
     Tree,
     /// Print the L0 index: the tree with one-line summaries, within a byte budget
     Index,
+    /// List documents with size, last change, parent and children (`--json` adds the graph)
+    Ls,
+    /// Deprecate, reactivate, supersede, re-scope or re-prioritise a document
+    Lifecycle(commands::lifecycle::Args),
     /// Move a document and its subtree under another parent
     Move(commands::move_document::Args),
     /// Search the memory: ranked passages with their place in the tree
@@ -75,6 +79,8 @@ pub fn main() -> ExitCode {
             Command::Write(args) => commands::write::run(&settings, args),
             Command::Tree => commands::tree::run(&settings),
             Command::Index => commands::index::run(&settings),
+            Command::Ls => commands::ls::run(&settings),
+            Command::Lifecycle(args) => commands::lifecycle::run(&settings, args),
             Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
             Command::Query(args) => commands::query::run(&settings, args),

@@ -1,6 +1,8 @@
 //! One module per subcommand: its `Args` and its `run`.
 
 pub mod index;
+pub mod lifecycle;
+pub mod ls;
 pub mod move_document;
 pub mod query;
 pub mod read;

@@ -1,0 +1,50 @@
+//! `memtree lifecycle ID --why W [--status S] [--scope S] [--priority P]
+//! [--expires DATE] [--superseded-by ID]`: the `lifecycle` tool's CLI.
+
+use std::process::ExitCode;
+
+use memtree_core::{Lifecycle, parse_id_argument, parse_scope_argument, parse_status_argument};
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    id: String,
+    /// Why the memory changes (recorded)
+    #[arg(long)]
+    why: String,
+    /// active or deprecated
+    #[arg(long)]
+    status: Option<String>,
+    /// global, agent, project or ephemeral
+    #[arg(long)]
+    scope: Option<String>,
+    /// 0 to 1
+    #[arg(long)]
+    priority: Option<f64>,
+    /// YYYY-MM-DD
+    #[arg(long)]
+    expires: Option<String>,
+    /// The document that replaces this one
+    #[arg(long, value_name = "ID")]
+    superseded_by: Option<String>,
+}
+
+pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
+    let id = parse_id_argument("id", Some(&args.id))?;
+    let change = Lifecycle {
+        status: parse_status_argument(args.status.as_deref())?,
+        scope: parse_scope_argument(args.scope.as_deref())?,
+        priority: args.priority,
+        expires: args.expires,
+        superseded_by: args
+            .superseded_by
+            .as_deref()
+            .map(|s| parse_id_argument("superseded_by", Some(s)))
+            .transpose()?,
+    };
+    let answer = super::open_memory(settings)?.set_lifecycle(&id, &change, &args.why)?;
+    super::print(&answer)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,33 @@
+//! `memtree ls`: every document with its size, last change, parent and
+//! children (seed 004's list view); `--json` gives the documents and the
+//! graph as nodes and edges.
+
+use std::process::ExitCode;
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
+    let documents = super::open_memory(settings)?.documents()?;
+    if settings.json {
+        let edges: Vec<serde_json::Value> = documents
+            .iter()
+            .flat_map(|d| d.children.iter().map(move |c| serde_json::json!({ "from": d.id, "to": c })))
+            .collect();
+        super::print_json(&serde_json::json!({ "documents": documents, "edges": edges }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for d in &documents {
+        let seconds = d.modified_ns / 1_000_000_000;
+        let parent = d.parent.as_ref().map_or("-", |p| p.as_str());
+        out.push_str(&format!(
+            "{}\t{} bytes\tchanged {seconds}\tparent {parent}\t{} children\n",
+            d.id,
+            d.bytes,
+            d.children.len()
+        ));
+    }
+    super::print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
