@@ -120,3 +120,14 @@ async def test_lifecycle_through_the_tool(serve, store):
         assert await m.call("lifecycle", {"id": "db", "status": "gone", "why": "x"}) == err(
             'Error: status: "gone" is not active or deprecated'
         )
+
+
+async def test_prompts_for_memory_rules_and_transcripts(serve):
+    async with serve() as m:
+        listed = await m.session.list_prompts()
+        assert sorted(p.name for p in listed.prompts) == ["compress_transcript", "memory_rules"]
+        rules = await m.session.get_prompt("memory_rules")
+        text = rules.messages[0].content.text
+        assert "## When to read" in text and "## When memories conflict" in text and "recall(task)" in text
+        compress = await m.session.get_prompt("compress_transcript", {"transcript": "user: we moved to port 5433"})
+        assert compress.messages[0].content.text.endswith("Transcript:\nuser: we moved to port 5433")

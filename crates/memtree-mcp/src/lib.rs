@@ -6,6 +6,7 @@
 //! the agent reads it); malformed arguments are protocol errors.
 
 mod arguments;
+mod prompts;
 mod server;
 
 pub use server::{MemtreeServer, TOOL_NAMES, UnknownTool};

@@ -6,6 +6,7 @@ use memtree_core::{
     Edit, Lifecycle, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument,
     parse_status_argument,
 };
+use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -14,10 +15,14 @@ use rmcp::model::{
     ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
+use rmcp::model::{PromptMessage, Role};
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, schemars, tool,
+    tool_handler, tool_router,
+};
 
-use crate::arguments;
+use crate::{arguments, prompts};
 
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &[
@@ -156,6 +161,13 @@ pub struct UnknownTool(pub String);
 pub struct MemtreeServer {
     memory: Arc<Memory>,
     tool_router: ToolRouter<MemtreeServer>,
+    prompt_router: PromptRouter<MemtreeServer>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct TranscriptArgs {
+    /// The session transcript to compress into memory.
+    pub transcript: String,
 }
 
 impl MemtreeServer {
@@ -170,7 +182,7 @@ impl MemtreeServer {
                 tool_router.remove_route(name);
             }
         }
-        Ok(MemtreeServer { memory, tool_router })
+        Ok(MemtreeServer { memory, tool_router, prompt_router: Self::prompt_router() })
     }
 
     /// Runs a blocking engine call off the async workers and renders it.
@@ -353,7 +365,26 @@ impl MemtreeServer {
     }
 }
 
+#[prompt_router]
+impl MemtreeServer {
+    /// When to read and write memory, what not to store, how to settle a conflict.
+    #[prompt(name = "memory_rules")]
+    async fn memory_rules(&self) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(Role::User, prompts::MEMORY_RULES)]
+    }
+
+    /// Turn a session transcript into durable memory, without duplicates.
+    #[prompt(name = "compress_transcript")]
+    async fn compress_transcript(&self, Parameters(args): Parameters<TranscriptArgs>) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(
+            Role::User,
+            format!("{}{}", prompts::COMPRESS_TRANSCRIPT, args.transcript),
+        )]
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
+#[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for MemtreeServer {
     async fn call_tool(
         &self,
@@ -377,9 +408,11 @@ impl ServerHandler for MemtreeServer {
                 INSTRUCTIONS.to_owned()
             }
         };
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_server_info(Implementation::new("memtree", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions)
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build(),
+        )
+        .with_server_info(Implementation::new("memtree", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions)
     }
 
     async fn list_resources(
