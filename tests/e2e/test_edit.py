@@ -3,6 +3,8 @@ document changes under the same link rules and answers as update_document."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import NOT_FOUND, SUCCEEDED, cross_tree, docs, err, ok, snapshot
@@ -82,9 +84,17 @@ async def test_l0_index_in_tool_resource_cli_and_instructions(serve, cli):
         expected = "root: Memory\n- projects: Software projects I work on\n  - silica: A Python agent framework\n- people\n"
         assert await m.call("get_document_tree", {"summaries": True}) == ok(expected)
         resources = await m.session.list_resources()
-        assert [str(r.uri) for r in resources.resources] == ["memtree://index"]
+        assert [str(r.uri) for r in resources.resources] == ["memtree://index", "memtree://status"]
         read = await m.session.read_resource("memtree://index")
         assert read.contents[0].text == expected
+        templates = await m.session.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == ["memtree://doc/{id}"]
+        doc = await m.session.read_resource("memtree://doc/silica")
+        assert doc.contents[0].text == "# Silica\nA Python agent framework. Uses pytest.\n"
+        status = json.loads((await m.session.read_resource("memtree://status")).contents[0].text)
+        assert status["store"]["documents"] == 4 and "index" in status
+        with pytest.raises(Exception):
+            await m.session.read_resource("memtree://doc/nope")
     async with serve() as m:
         assert m.init.instructions.endswith("What the memory holds:\n" + expected), m.init.instructions
     r = cli("index")

@@ -12,10 +12,10 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig,
 };
-use rmcp::model::{PromptMessage, Role};
 use rmcp::service::RequestContext;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, schemars, tool,
@@ -39,6 +39,10 @@ pub const TOOL_NAMES: &[&str] = &[
 
 /// The L0 index as an MCP resource.
 const INDEX_URI: &str = "memtree://index";
+/// Store and index status as an MCP resource.
+const STATUS_URI: &str = "memtree://status";
+/// Each document as an MCP resource: this prefix and its id.
+const DOC_URI_PREFIX: &str = "memtree://doc/";
 
 /// What an agent is told at initialize: how the tree works, in few tokens.
 const INSTRUCTIONS: &str = "\
@@ -423,6 +427,18 @@ impl ServerHandler for MemtreeServer {
         Ok(ListResourcesResult::with_all_items(vec![
             Resource::new(INDEX_URI, "index")
                 .with_description("The memory's table of contents: the tree with one-line summaries."),
+            Resource::new(STATUS_URI, "status").with_description("Store and index size, freshness and use."),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(format!("{DOC_URI_PREFIX}{{id}}"), "document")
+                .with_description("A document's Markdown, by id."),
         ]))
     }
 
@@ -431,14 +447,34 @@ impl ServerHandler for MemtreeServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if request.uri != INDEX_URI {
-            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
-        }
+        let uri = request.uri.clone();
         let memory = Arc::clone(&self.memory);
-        let index = tokio::task::spawn_blocking(move || memory.l0_index(None))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?
-            .map_err(|e| ErrorData::internal_error(e.report(), None))?;
-        Ok(ReadResourceResult::new(vec![ResourceContents::text(index, INDEX_URI)]).into())
+        let text = tokio::task::spawn_blocking(move || -> Result<Option<String>, MemoryError> {
+            if uri == INDEX_URI {
+                return memory.l0_index(None).map(Some);
+            }
+            if uri == STATUS_URI {
+                let status = memory.status()?;
+                let (index, usage) = memory.index_status()?;
+                let value = serde_json::json!({ "store": status, "index": index, "most_used": usage.iter().take(5).collect::<Vec<_>>() });
+                return Ok(Some(serde_json::to_string_pretty(&value).expect("status serialises")));
+            }
+            match uri.strip_prefix(DOC_URI_PREFIX) {
+                Some(raw) => memory.read_document(&parse_id_argument("id", Some(raw))?).map(Some),
+                None => Ok(None),
+            }
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
+        match text {
+            Ok(Some(text)) => {
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri)]).into())
+            }
+            Ok(None) => Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None)),
+            Err(error @ (MemoryError::NotFound { .. } | MemoryError::InvalidId { .. })) => {
+                Err(ErrorData::resource_not_found(error.report(), None))
+            }
+            Err(error) => Err(ErrorData::internal_error(error.report(), None)),
+        }
     }
 }
