@@ -281,6 +281,9 @@ struct CachedDoc {
     ids: Arc<[DocId]>,
     invalid: Vec<InvalidLink>,
     problem: Option<String>,
+    /// `status: deprecated`, and the successor when superseded.
+    deprecated: Option<Option<String>>,
+    expires: Option<String>,
 }
 
 /// The tree and the per-document findings from every cached document.
@@ -734,6 +737,7 @@ impl Memory {
             findings.push(Finding::Recovered { label: r.label.clone(), replayed: r.replayed });
         }
         findings.extend(self.index_health()?);
+        findings.extend(self.stale_memory(&tree));
         Ok(ValidationReport { documents: tree.len(), findings })
     }
 
@@ -874,6 +878,30 @@ impl Memory {
         }
         index.optimize()?;
         Ok(total)
+    }
+
+    /// Expired memory, and deprecated memory a parent still links, from the
+    /// documents parsed by the last tree view.
+    fn stale_memory(&self, tree: &Tree) -> Vec<Finding> {
+        let today = civil_date(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut findings = Vec::new();
+        for (id, doc) in &cache.docs {
+            if let Some(expires) =
+                doc.expires.as_deref().filter(|e| e.get(..10).unwrap_or(e) < today.as_str())
+            {
+                findings.push(Finding::Expired { id: id.clone(), expires: expires.to_owned() });
+            }
+            if let (Some(successor), Some(parent)) = (&doc.deprecated, tree.parents(id).first()) {
+                findings.push(Finding::DeprecatedLinked {
+                    id: id.clone(),
+                    parent: parent.clone(),
+                    superseded_by: successor.clone(),
+                });
+            }
+        }
+        findings.sort_by_key(ToString::to_string);
+        findings
     }
 
     /// How far the index is from the documents, without changing either.
@@ -1116,14 +1144,33 @@ impl Memory {
             Ok(None) => String::new(),
             Err(crate::storage::StorageError::InvalidUtf8 { .. }) => {
                 let problem = Some("not valid UTF-8".to_owned());
-                return Ok(CachedDoc { stamp, racy, ids: Arc::new([]), invalid: Vec::new(), problem });
+                return Ok(CachedDoc {
+                    stamp,
+                    racy,
+                    ids: Arc::new([]),
+                    invalid: Vec::new(),
+                    problem,
+                    deprecated: None,
+                    expires: None,
+                });
             }
             Err(e) => return Err(e.into()),
         };
         let split = front_matter::split(&text);
-        let problem = split.yaml.and_then(|yaml| FrontMatter::parse(yaml).err()).map(|e| e.to_string());
+        let parsed = split.yaml.map(FrontMatter::parse).transpose();
+        let problem = parsed.as_ref().err().map(ToString::to_string);
+        let fm = parsed.ok().flatten().unwrap_or_default();
+        let deprecated = (fm.status == Some(Status::Deprecated)).then_some(fm.superseded_by);
         let links = parse_links(split.body);
-        Ok(CachedDoc { stamp, racy, ids: links.ids.into(), invalid: links.invalid, problem })
+        Ok(CachedDoc {
+            stamp,
+            racy,
+            ids: links.ids.into(),
+            invalid: links.invalid,
+            problem,
+            deprecated,
+            expires: fm.expires,
+        })
     }
 }
 

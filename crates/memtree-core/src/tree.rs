@@ -40,6 +40,10 @@ pub enum Finding {
     IgnoredFile { path: String },
     /// An interrupted change was completed when the store was opened.
     Recovered { label: String, replayed: usize },
+    /// Ephemeral memory past its `expires` date (left out of search).
+    Expired { id: DocId, expires: String },
+    /// Deprecated memory that a parent still links.
+    DeprecatedLinked { id: DocId, parent: DocId, superseded_by: Option<String> },
     /// The search index disagrees with the documents (fixed by the next
     /// reconciliation, or `memtree reindex`).
     IndexOutOfDate { missing: usize, stale: usize, extra: usize, examples: Vec<DocId> },
@@ -75,9 +79,11 @@ impl Finding {
     pub fn severity(&self) -> Severity {
         match self {
             Finding::Recovered { .. } => Severity::Info,
-            Finding::MissingChild { .. } | Finding::IgnoredFile { .. } | Finding::IndexOutOfDate { .. } => {
-                Severity::Warning
-            }
+            Finding::MissingChild { .. }
+            | Finding::IgnoredFile { .. }
+            | Finding::IndexOutOfDate { .. }
+            | Finding::Expired { .. }
+            | Finding::DeprecatedLinked { .. } => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -101,6 +107,13 @@ impl std::fmt::Display for Finding {
             Finding::Recovered { label, replayed } => {
                 write!(f, "journal: completed interrupted change ({label}; {replayed} operations)")
             }
+            Finding::Expired { id, expires } => {
+                write!(f, "{id}: expired on {expires}; update its expiry or deprecate it")
+            }
+            Finding::DeprecatedLinked { id, parent, superseded_by } => match superseded_by {
+                Some(new) => write!(f, "{id}: superseded by {new} but still linked from {parent}"),
+                None => write!(f, "{id}: deprecated but still linked from {parent}"),
+            },
             Finding::IndexOutOfDate { missing, stale, extra, examples } => write!(
                 f,
                 "index: {missing} documents missing, {stale} stale, {extra} no longer in the store (e.g. {}); \

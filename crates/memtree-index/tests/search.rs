@@ -253,3 +253,17 @@ fn lifecycle_changes_take_memory_out_of_search_and_say_where_to_look() {
     memory.set_lifecycle(&id("people"), &expire, "temporary").unwrap();
     assert!(cites(&memory, "manager").is_empty(), "expired memory leaves search");
 }
+
+#[test]
+fn validate_reports_expired_and_deprecated_memory() {
+    let (_dir, memory) = store();
+    let messages: Vec<String> = memory.validate().unwrap().findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "old_notes: deprecated but still linked from root",
+            "scratch: expired on 2020-01-01; update its expiry or deprecate it"
+        ]
+    );
+    assert!(memory.validate().unwrap().is_healthy(), "stale memory is a warning, not a broken tree");
+}
