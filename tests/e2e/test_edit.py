@@ -141,3 +141,19 @@ async def test_prompts_for_memory_rules_and_transcripts(serve):
         assert "## When to read" in text and "## When memories conflict" in text and "recall(task)" in text
         compress = await m.session.get_prompt("compress_transcript", {"transcript": "user: we moved to port 5433"})
         assert compress.messages[0].content.text.endswith("Transcript:\nuser: we moved to port 5433")
+
+
+async def test_split_document_through_the_tool(serve, store):
+    async with serve() as m:
+        await m.build([(None, "# Memory\n- [[big]]\n"),
+                       ("big", "# Big\nintro\n## Setup\nInstall it.\n## Usage\nRun it.\n## Notes\nMisc.\n")])
+        r = await m.call("split_document", {"id": "big", "plan": {"big/howto": ["Setup", "Usage"]}})
+        assert r == ok("Succeeded\nSplit into: big/howto")
+        assert docs(store)["big"] == "# Big\nintro\n\n## Notes\nMisc.\n\n- [[big/howto]]: Install it\n"
+        assert docs(store)["big/howto"] == "# howto\n\n## Setup\nInstall it.\n## Usage\nRun it.\n"
+        r = await m.call("split_document", {"id": "big/howto"})
+        assert r == ok("Succeeded\nSplit into: big/howto/setup, big/howto/usage")
+        assert (await m.tree()).text == "root:\n  - big:\n    - big/howto:\n      - big/howto/setup\n      - big/howto/usage\n"
+        assert await m.call("split_document", {"id": "big/howto/setup"}) == err(
+            "Error: id: big/howto/setup has no sections to split along"
+        )

@@ -18,7 +18,7 @@ from helpers import (
 )
 
 SEED_TOOLS = {"read_document", "update_document", "get_document_tree"}
-TOOLS = SEED_TOOLS | {"edit_document", "move_document", "remember", "lifecycle", "search", "recall"}
+TOOLS = SEED_TOOLS | {"edit_document", "move_document", "remember", "lifecycle", "split_document", "search", "recall"}
 
 
 def _check_tool_schemas(tools: dict[str, dict]) -> None:

@@ -132,6 +132,34 @@ impl Remembered {
     }
 }
 
+/// Lower-case words of `name` joined by `_`; `note` when none is left.
+fn slug(name: &str) -> String {
+    let words: Vec<String> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words.is_empty() { "note".to_owned() } else { words.join("_") }
+}
+
+/// What a split did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitOutcome {
+    pub children: Vec<DocId>,
+    /// Documents made for links that named ids which did not exist.
+    pub created: Vec<DocId>,
+}
+
+impl SplitOutcome {
+    pub fn report(&self) -> String {
+        let mut out = format!("Succeeded\nSplit into: {}", join(&self.children));
+        if !self.created.is_empty() {
+            out.push_str(&format!("\nCreated: {}", join(&self.created)));
+        }
+        out
+    }
+}
+
 /// What a move did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MoveOutcome {
@@ -527,26 +555,153 @@ impl Memory {
         Ok(Remembered { id: target, section: section.to_owned(), action, created, update })
     }
 
-    /// A free id for a new document named `name`: lower-case words joined
-    /// by `_` (`note` when nothing is left), with a number when taken.
-    fn new_child_id(&self, name: &str) -> Result<DocId, MemoryError> {
-        let slug: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
-            .collect::<String>()
-            .split('_')
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join("_");
-        let base: String = if slug.is_empty() { "note".to_owned() } else { slug.chars().take(60).collect() };
+    /// Splits a document into children: one per top-level section (`plan`
+    /// `None`), or as the plan says (child id → the headings it takes; the
+    /// other sections stay). The parent keeps its front-matter, its
+    /// preamble and whatever the plan leaves, plus a `- [[child]]: summary`
+    /// line per child. One atomic change; no line of text is lost.
+    pub fn split_document(
+        &self,
+        id: &DocId,
+        plan: Option<&[(DocId, Vec<String>)]>,
+    ) -> Result<SplitOutcome, MemoryError> {
+        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let text = self.read_existing(id)?;
+        let split = front_matter::split(&text);
+        let tops = sections::top_sections(split.body);
+        if tops.sections.is_empty() {
+            return Err(invalid("id", format!("{id} has no sections to split along")));
+        }
+        // (child id, title, body) of each new document; the rest stays.
+        let mut children: Vec<(DocId, String, String)> = Vec::new();
+        let mut kept: Vec<(String, String)> = Vec::new();
+        match plan {
+            None => {
+                let mut taken = Vec::new();
+                for (heading, body) in &tops.sections {
+                    let child = self.free_id(Some(id), heading, &taken)?;
+                    taken.push(child.clone());
+                    children.push((child, heading.clone(), body.clone()));
+                }
+            }
+            Some(plan) => {
+                let mut assigned: HashMap<&str, &DocId> = HashMap::new();
+                for (child, headings) in plan {
+                    if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
+                        return Err(invalid("plan", format!("{child} already exists")));
+                    }
+                    for h in headings {
+                        if tops.sections.iter().filter(|(t, _)| t == h).count() != 1 {
+                            let names: Vec<&str> = tops.sections.iter().map(|(t, _)| t.as_str()).collect();
+                            return Err(invalid(
+                                "plan",
+                                format!("no single section {h:?} (sections: {})", names.join(", ")),
+                            ));
+                        }
+                        if let Some(other) = assigned.insert(h.as_str(), child) {
+                            return Err(invalid(
+                                "plan",
+                                format!("section {h:?} is given to both {other} and {child}"),
+                            ));
+                        }
+                    }
+                }
+                for (child, headings) in plan {
+                    let body: String = tops
+                        .sections
+                        .iter()
+                        .filter(|(t, _)| headings.contains(t))
+                        .map(|(t, b)| format!("## {t}\n{b}"))
+                        .collect();
+                    children.push((
+                        child.clone(),
+                        child.as_str().rsplit('/').next().unwrap_or("").to_owned(),
+                        body,
+                    ));
+                }
+                kept = tops
+                    .sections
+                    .iter()
+                    .filter(|(t, _)| !assigned.contains_key(t.as_str()))
+                    .cloned()
+                    .collect();
+            }
+        }
+        let mut parent = format!("{}{}", split.block.unwrap_or(""), tops.preamble.trim_end());
+        for (heading, body) in &kept {
+            parent.push_str(&format!("\n\n## {heading}\n{}", body.trim_end()));
+        }
+        parent.push_str("\n\n");
+        for (child, title, body) in &children {
+            let summary = l0::first_sentence(body);
+            let summary = if summary.is_empty() { title.clone() } else { summary };
+            parent.push_str(&format!("- [[{child}]]: {summary}\n"));
+        }
+        let mut puts = vec![(id.clone(), parent)];
+        puts.extend(
+            children
+                .iter()
+                .map(|(child, title, body)| (child.clone(), format!("# {title}\n\n{}\n", body.trim()))),
+        );
+        // Every link must end up with one parent: a child of the split
+        // document moves with its section; a new id becomes a new document.
+        let mut owner: HashMap<DocId, DocId> = HashMap::new();
+        let mut templates = Vec::new();
+        for (doc, doc_text) in &puts {
+            let limit = self.settings.max_document_bytes;
+            if doc_text.len() > limit {
+                return Err(MemoryError::TooLarge { len: doc_text.len(), limit });
+            }
+            for link in parse_links(front_matter::split(doc_text).body).ids {
+                if let Some(first) = owner.insert(link.clone(), doc.clone()) {
+                    return Err(invalid(
+                        "plan",
+                        format!("[[{link}]] would be linked from both {first} and {doc}"),
+                    ));
+                }
+                if self.storage.stamp(&link)?.is_none() && !children.iter().any(|(c, _, _)| *c == link) {
+                    templates.push(link);
+                }
+            }
+        }
+        puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
+        let change = Change { puts, deletes: vec![], label: format!("split {id}") };
+        self.storage.apply(&change)?;
+        self.index_change(&change);
+        Ok(SplitOutcome { children: children.into_iter().map(|(c, _, _)| c).collect(), created: templates })
+    }
+
+    /// A free id for a new document named `name` (under `parent`'s folder
+    /// when there is a parent other than root), avoiding `taken`.
+    fn free_id(&self, parent: Option<&DocId>, name: &str, taken: &[DocId]) -> Result<DocId, MemoryError> {
+        let prefix = parent.filter(|p| !p.is_root()).map(|p| format!("{p}/")).unwrap_or_default();
+        let room = DocId::MAX_LEN.saturating_sub(prefix.len() + 4).max(1);
+        let slug = slug(name);
+        let base: String = slug.chars().take(room).collect();
         for n in 1.. {
-            let candidate = if n == 1 { base.clone() } else { format!("{base}_{n}") };
-            let id = DocId::parse(&candidate).expect("slugs are valid ids");
-            if self.storage.stamp(&id)?.is_none() && self.storage.find_folded(&id)?.is_none() {
+            let candidate = if n == 1 { format!("{prefix}{base}") } else { format!("{prefix}{base}_{n}") };
+            let Ok(id) = DocId::parse(&candidate) else {
+                return Err(MemoryError::InvalidArgument {
+                    argument: "id",
+                    what: format!("no room for a child id under {prefix}"),
+                });
+            };
+            let free = !taken.iter().any(|t| t.folded() == id.folded())
+                && self.storage.stamp(&id)?.is_none()
+                && self.storage.find_folded(&id)?.is_none();
+            if free {
                 return Ok(id);
             }
         }
         unreachable!("some numbered id is free")
+    }
+
+    /// A free id for a new document named `name`: lower-case words joined
+    /// by `_` (`note` when nothing is left), with a number when taken.
+    fn new_child_id(&self, name: &str) -> Result<DocId, MemoryError> {
+        self.free_id(None, name, &[])
     }
 
     /// Changes a document's lifecycle (status, scope, priority, expiry, or

@@ -288,3 +288,54 @@ mod section_tests {
         );
     }
 }
+
+/// A body cut at its top-level sections: the sections at the shallowest
+/// heading level below the title (usually `##`), each with its
+/// subsections, and the preamble before the first of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopSections {
+    pub preamble: String,
+    /// `(heading text, body under the heading)`.
+    pub sections: Vec<(String, String)>,
+}
+
+pub fn top_sections(body: &str) -> TopSections {
+    let heads = headings(body);
+    // A lone first-level title stays in the preamble; split below it.
+    let titles = heads.iter().filter(|h| h.level == HeadingLevel::H1).count();
+    let level = heads.iter().map(|h| h.level).filter(|l| titles != 1 || *l != HeadingLevel::H1).min();
+    let Some(level) = level else {
+        return TopSections { preamble: body.to_owned(), sections: vec![] };
+    };
+    let tops: Vec<&Heading> = heads.iter().filter(|h| h.level == level).collect();
+    let preamble = body[..tops.first().map_or(body.len(), |h| h.start)].to_owned();
+    let sections = tops
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let end = tops.get(i + 1).map_or(body.len(), |n| n.start);
+            let body_start =
+                body[h.end.saturating_sub(1)..].find('\n').map_or(body.len(), |n| h.end - 1 + n + 1);
+            (h.text.clone(), body[body_start.max(h.end).min(end)..end].to_owned())
+        })
+        .collect();
+    TopSections { preamble, sections }
+}
+
+#[cfg(test)]
+mod top_section_tests {
+    use super::*;
+
+    #[test]
+    fn cuts_below_the_title_and_keeps_subsections_inside() {
+        let got = top_sections("# Doc\nintro\n## A\na1\n### A.1\na2\n## B\nb\n");
+        assert_eq!(got.preamble, "# Doc\nintro\n");
+        assert_eq!(
+            got.sections,
+            vec![("A".to_owned(), "a1\n### A.1\na2\n".to_owned()), ("B".to_owned(), "b\n".to_owned())]
+        );
+        assert_eq!(top_sections("no headings\n").sections, vec![]);
+        assert_eq!(top_sections("# One\n# Two\nx\n").sections.len(), 2);
+        assert_eq!(top_sections("# Only a title\ntext\n").sections, vec![]);
+    }
+}

@@ -591,3 +591,92 @@ fn remember_puts_facts_into_sections_and_says_what_it_did() {
         "Error: id: not found"
     );
 }
+
+#[test]
+fn a_split_along_sections_makes_one_child_per_section() {
+    let f = Fixture::new(
+        "//- /root.md\n- [[big]]\n//- /big.md\n---\nsummary: A big note\n---\n# Big\nintro line\n## Setup\nInstall the tools.\n- [[tool_a]]\n### Linux\napt\n## Usage\nRun it daily. Then rest.\n//- /tool_a.md\n# tool a\n",
+    );
+    let outcome = f.memory.split_document(&id("big"), None).unwrap();
+    assert_eq!(outcome.report(), "Succeeded\nSplit into: big/setup, big/usage");
+    assert_eq!(
+        f.read("big"),
+        "---\nsummary: A big note\n---\n# Big\nintro line\n\n- [[big/setup]]: Install the tools\n- [[big/usage]]: Run it daily\n"
+    );
+    assert_eq!(f.read("big/setup"), "# Setup\n\nInstall the tools.\n- [[tool_a]]\n### Linux\napt\n");
+    assert_eq!(f.read("big/usage"), "# Usage\n\nRun it daily. Then rest.\n");
+    assert_eq!(f.tree(), "root:\n  - big:\n    - big/setup:\n      - tool_a\n    - big/usage\n");
+    assert!(f.memory.validate().unwrap().findings.is_empty());
+}
+
+#[test]
+fn a_split_along_a_plan_keeps_what_the_plan_leaves() {
+    let f = Fixture::new("//- /root.md\n# Memory\nintro\n## A\na\n## B\nb\n## C\nc [[new_thing]]\n");
+    let plan = vec![(id("letters"), vec!["A".to_owned(), "C".to_owned()])];
+    let outcome = f.memory.split_document(&DocId::root(), Some(&plan)).unwrap();
+    assert_eq!(outcome.report(), "Succeeded\nSplit into: letters\nCreated: new_thing");
+    assert_eq!(f.read("root"), "# Memory\nintro\n\n## B\nb\n\n- [[letters]]: a\n");
+    assert_eq!(f.read("letters"), "# letters\n\n## A\na\n## C\nc [[new_thing]]\n");
+    let before = f.files();
+    let refuse = |plan: Vec<(DocId, Vec<String>)>| {
+        f.memory.split_document(&DocId::root(), Some(&plan)).unwrap_err().report()
+    };
+    assert_eq!(
+        refuse(vec![(id("x"), vec!["Z".into()])]),
+        "Error: plan: no single section \"Z\" (sections: B)"
+    );
+    assert_eq!(refuse(vec![(id("letters"), vec!["B".into()])]), "Error: plan: letters already exists");
+    assert_eq!(
+        refuse(vec![(id("x"), vec!["B".into()]), (id("y"), vec!["B".into()])]),
+        "Error: plan: section \"B\" is given to both x and y"
+    );
+    assert_eq!(before, f.files(), "refused splits change nothing");
+    assert_eq!(
+        f.memory.split_document(&id("letters"), None).map(|o| o.report()).unwrap(),
+        "Succeeded\nSplit into: letters/a, letters/c"
+    );
+}
+
+/// A split loses no line: on random documents, every line of the body is
+/// in the parent or a child afterwards (a split heading as its child's title).
+#[test]
+fn splits_lose_no_line_on_random_documents() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for case in 0..60 {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = open(dir.path());
+        let mut body = String::from("# Doc\npreamble line\n");
+        let mut lines = vec!["preamble line".to_owned()];
+        for s in 0..(1 + next(5)) {
+            let heading = format!("Section {case} {s} {}", next(1000));
+            body.push_str(&format!("## {heading}\n"));
+            lines.push(heading);
+            for l in 0..next(6) {
+                let line = if next(4) == 0 {
+                    format!("### sub {l}")
+                } else {
+                    format!("- fact {case}.{s}.{l} value {}", next(100_000))
+                };
+                body.push_str(&format!("{line}\n"));
+                lines.push(line.trim_start_matches("### ").to_owned());
+            }
+        }
+        memory.update_document(&DocId::root(), "- [[doc]]\n").unwrap();
+        memory.update_document(&id("doc"), &body).unwrap();
+        let outcome = memory.split_document(&id("doc"), None).unwrap();
+        let all: String = std::iter::once(id("doc"))
+            .chain(outcome.children.iter().cloned())
+            .map(|d| memory.read_document(&d).unwrap())
+            .collect();
+        for line in &lines {
+            assert!(all.contains(line.as_str()), "case {case}: lost {line:?}\n{body}\n---\n{all}");
+        }
+        assert!(memory.validate().unwrap().findings.is_empty(), "case {case}");
+    }
+}

@@ -28,6 +28,7 @@ use crate::{arguments, prompts};
 pub const TOOL_NAMES: &[&str] = &[
     "remember",
     "lifecycle",
+    "split_document",
     "read_document",
     "update_document",
     "edit_document",
@@ -121,6 +122,14 @@ pub struct LifecycleArgs {
     pub expires: Option<String>,
     /// The id of the document that replaces this one.
     pub superseded_by: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SplitDocumentArgs {
+    pub id: String,
+    /// New child id → the headings it takes; default: one child per section.
+    pub plan: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -337,6 +346,27 @@ impl MemtreeServer {
                 superseded_by,
             };
             m.set_lifecycle(&id, &change, &args.why)
+        })
+        .await
+    }
+
+    #[tool(description = "Split a large document into children along its sections, or as a plan says; \
+                          the parent keeps its preamble and a [[child]] line per child.")]
+    async fn split_document(
+        &self,
+        Parameters(args): Parameters<SplitDocumentArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let id = parse_id_argument("id", Some(&args.id))?;
+            let plan = match args.plan {
+                None => None,
+                Some(plan) => Some(
+                    plan.into_iter()
+                        .map(|(child, headings)| Ok((parse_id_argument("plan", Some(&child))?, headings)))
+                        .collect::<Result<Vec<_>, MemoryError>>()?,
+                ),
+            };
+            Ok(m.split_document(&id, plan.as_deref())?.report())
         })
         .await
     }

@@ -55,6 +55,7 @@ async fn lists_the_tools_within_the_budgets() {
             "recall",
             "remember",
             "search",
+            "split_document",
             "update_document"
         ]
     );
@@ -127,7 +128,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 9);
+    assert_eq!(TOOL_NAMES.len(), 10);
 }
 
 #[tokio::test]
