@@ -106,7 +106,9 @@ async def test_content_size_limit(serve, store):
         )
         assert snapshot(store, include_meta=True) == before
         exact = "y" * LIMIT
-        assert await m.update(exact, "b") == SUCCEEDED
+        assert await m.update(exact, "b") == ok(
+            f"Succeeded\nAdvice: b is {LIMIT} bytes (over 10240); give it ## sections or move parts into children"
+        )
         assert await m.read("b") == ok(exact)
     assert (store / "b.md").read_bytes() == exact.encode()
 

@@ -25,7 +25,7 @@ pub use front_matter::Scope;
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
 pub use memory::{
     DocumentInfo, Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered,
-    SplitOutcome, StoreStatus, UpdateOutcome, ValidationReport,
+    SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,
 };
 pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};

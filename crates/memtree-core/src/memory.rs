@@ -38,6 +38,9 @@ pub struct MemorySettings {
     pub index_budget: usize,
     /// Word overlap from which `remember` treats two lines as one fact.
     pub dedup_threshold: f64,
+    /// Size in bytes from which a document should be split.
+    pub split_threshold: usize,
+    pub split_policy: SplitPolicy,
 }
 
 impl Default for MemorySettings {
@@ -47,6 +50,8 @@ impl Default for MemorySettings {
             max_document_bytes: 1 << 20,
             index_budget: 2048,
             dedup_threshold: 0.7,
+            split_threshold: 10 * 1024,
+            split_policy: SplitPolicy::Advise,
         }
     }
 }
@@ -58,6 +63,9 @@ pub struct UpdateOutcome {
     pub created: Vec<DocId>,
     /// Pruned documents: each removed link's subtree, parent before children.
     pub deleted: Vec<DocId>,
+    /// The document outgrew the split threshold: what to do about it, or
+    /// what was done.
+    pub split: Option<String>,
 }
 
 impl UpdateOutcome {
@@ -71,7 +79,33 @@ impl UpdateOutcome {
         if !self.deleted.is_empty() {
             out.push_str(&format!("\nDeleted: {}", join(&self.deleted)));
         }
+        if let Some(split) = &self.split {
+            out.push('\n');
+            out.push_str(split);
+        }
         out
+    }
+}
+
+/// What a write that makes a document larger than the split threshold does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitPolicy {
+    /// The write succeeds and its answer says to split, and how.
+    Advise,
+    /// The document is split along its sections right away.
+    Auto,
+    Off,
+}
+
+impl std::str::FromStr for SplitPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SplitPolicy, String> {
+        match s {
+            "advise" => Ok(SplitPolicy::Advise),
+            "auto" => Ok(SplitPolicy::Auto),
+            "off" => Ok(SplitPolicy::Off),
+            other => Err(format!("{other:?} is not one of advise, auto, off")),
+        }
     }
 }
 
@@ -413,18 +447,47 @@ impl Memory {
         if content.len() > limit {
             return Err(MemoryError::TooLarge { len: content.len(), limit });
         }
-        self.rewrite(id, &format!("update {id}"), |old_text| {
+        let outcome = self.rewrite(id, &format!("update {id}"), |old_text| {
             Ok(match (front_matter::split(content).block, front_matter::split(old_text).block) {
                 (None, Some(block)) => format!("{block}{content}"),
                 _ => content.to_owned(),
             })
-        })
+        })?;
+        self.after_growth(id, outcome)
+    }
+
+    /// Applies the split policy to a document a write just changed.
+    fn after_growth(&self, id: &DocId, mut outcome: UpdateOutcome) -> Result<UpdateOutcome, MemoryError> {
+        let threshold = self.settings.split_threshold;
+        let Some(stamp) = self.storage.stamp(id)? else { return Ok(outcome) };
+        if self.settings.split_policy == SplitPolicy::Off || (stamp.len as usize) <= threshold {
+            return Ok(outcome);
+        }
+        let text = self.read_existing(id)?;
+        let sections = sections::top_sections(front_matter::split(&text).body).sections.len();
+        outcome.split = match (self.settings.split_policy, sections) {
+            (SplitPolicy::Auto, n) if n > 0 => Some(format!(
+                "Split (over {threshold} bytes): {}",
+                join(&self.split_document(id, None)?.children)
+            )),
+            (_, 0) => Some(format!(
+                "Advice: {id} is {} bytes (over {threshold}); give it ## sections or move parts into children",
+                stamp.len
+            )),
+            (_, n) => Some(format!(
+                "Advice: {id} is {} bytes (over {threshold}); split_document(id=\"{id}\") would make {n} children \
+                 from its sections",
+                stamp.len
+            )),
+        };
+        Ok(outcome)
     }
 
     /// Changes part of a document, under the same rules and with the same
     /// answer as [`Memory::update_document`].
     pub fn edit_document(&self, id: &DocId, edit: &Edit) -> Result<UpdateOutcome, MemoryError> {
-        self.rewrite(id, &format!("edit {id}"), |old_text| edit.apply(id, old_text))
+        let outcome = self.rewrite(id, &format!("edit {id}"), |old_text| edit.apply(id, old_text))?;
+        self.after_growth(id, outcome)
     }
 
     /// Moves `id` and its subtree under `new_parent` in one atomic change:
@@ -857,7 +920,7 @@ impl Memory {
         let change = Change { puts, deletes: deleted.clone(), label: label.to_owned() };
         self.storage.apply(&change)?;
         self.index_change(&change);
-        Ok(UpdateOutcome { created, deleted })
+        Ok(UpdateOutcome { created, deleted, split: None })
     }
 
     /// The whole tree as it is now on storage.

@@ -680,3 +680,25 @@ fn splits_lose_no_line_on_random_documents() {
         assert!(memory.validate().unwrap().findings.is_empty(), "case {case}");
     }
 }
+
+#[test]
+fn a_write_over_the_split_threshold_advises_splits_or_stays_quiet() {
+    use memtree_core::SplitPolicy;
+    let body = "# Big\nintro\n## One\nfirst section text\n## Two\nsecond section text\n";
+    for (policy, expected) in [
+        (
+            SplitPolicy::Advise,
+            "Succeeded\nAdvice: big is 65 bytes (over 40); split_document(id=\"big\") would make 2 children from its sections",
+        ),
+        (SplitPolicy::Auto, "Succeeded\nSplit (over 40 bytes): big/one, big/two"),
+        (SplitPolicy::Off, "Succeeded"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            MemorySettings { split_threshold: 40, split_policy: policy, ..MemorySettings::default() };
+        let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+        memory.update_document(&DocId::root(), "- [[big]]\n").unwrap();
+        assert_eq!(memory.update_document(&id("big"), body).unwrap().report(), expected, "{policy:?}");
+        assert!(memory.validate().unwrap().findings.is_empty());
+    }
+}

@@ -23,6 +23,10 @@ pub mod env {
     pub const LOG: &str = "MEMTREE_LOG";
     /// Byte budget of the L0 index.
     pub const INDEX_BUDGET: &str = "MEMTREE_INDEX_BUDGET";
+    /// Size in bytes from which a document should be split.
+    pub const SPLIT_THRESHOLD: &str = "MEMTREE_SPLIT_THRESHOLD";
+    /// What a write over the split threshold does: advise, auto or off.
+    pub const SPLIT: &str = "MEMTREE_SPLIT";
     /// Word overlap (0–1) from which `remember` treats two lines as one fact.
     pub const DEDUP_THRESHOLD: &str = "MEMTREE_DEDUP_THRESHOLD";
     /// BPE tokenizer memory packs are counted with.
@@ -87,6 +91,15 @@ impl Settings {
         } else if let Some(raw) = var(env::INDEX_BUDGET) {
             memory.index_budget =
                 raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::INDEX_BUDGET))?;
+        }
+        if let Some(raw) = var(env::SPLIT_THRESHOLD) {
+            memory.split_threshold = raw
+                .parse()
+                .with_context(|| format!("{}={raw:?} is not a byte count", env::SPLIT_THRESHOLD))?;
+        }
+        if let Some(raw) = var(env::SPLIT) {
+            memory.split_policy =
+                raw.parse().map_err(anyhow::Error::msg).with_context(|| format!("invalid {}", env::SPLIT))?;
         }
         if let Some(raw) = var(env::DEDUP_THRESHOLD) {
             memory.dedup_threshold =
