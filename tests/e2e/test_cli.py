@@ -294,3 +294,17 @@ def test_ls_and_lifecycle_commands(cli):
     assert r.rc == 0 and r.out == "Succeeded\nb: status: deprecated, superseded_by: a\n", (r.out, r.err)
     r = cli("lifecycle", "b", "--why", "x", "--status", "gone")
     assert r.rc == 1 and r.err.startswith('Error: status: "gone" is not active or deprecated'), r.err
+
+
+def test_split_and_remember_commands(cli, store):
+    assert cli("write", input="# Memory\n- [[big]]\n").rc == 0
+    assert cli("write", "big", input="# Big\nintro\n## Setup\nInstall it.\n## Usage\nRun it.\n").rc == 0
+    r = cli("split", "big", "--into", "big/howto=Setup,Usage")
+    assert (r.rc, r.out) == (0, "Succeeded\nSplit into: big/howto\n"), r.err
+    r = cli("remember", "--document", "big", "--section", "Facts", input="Runs on port 8080")
+    assert (r.rc, r.out) == (0, "Added to big#Facts\n"), r.err
+    r = cli("remember", "--document", "big", "--section", "Facts", input="runs on port 8080")
+    assert r.out.startswith("Skipped: big#Facts already says: - Runs on port 8080"), r.out
+    r = cli("split", "big", "--into", "nonsense")
+    assert r.rc == 1 and r.err.startswith('Error: into: "nonsense" is not CHILD=HEADING,HEADING'), r.err
+    assert cli("validate").rc == 0

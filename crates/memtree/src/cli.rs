@@ -34,6 +34,10 @@ enum Command {
     Ls,
     /// Deprecate, reactivate, supersede, re-scope or re-prioritise a document
     Lifecycle(commands::lifecycle::Args),
+    /// Split a document into children along its sections, or as `--into` says
+    Split(commands::split::Args),
+    /// Put a fact (stdin) into a document's section, comparing it with what is there
+    Remember(commands::remember::Args),
     /// Move a document and its subtree under another parent
     Move(commands::move_document::Args),
     /// Search the memory: ranked passages with their place in the tree
@@ -81,6 +85,8 @@ pub fn main() -> ExitCode {
             Command::Index => commands::index::run(&settings),
             Command::Ls => commands::ls::run(&settings),
             Command::Lifecycle(args) => commands::lifecycle::run(&settings, args),
+            Command::Split(args) => commands::split::run(&settings, args),
+            Command::Remember(args) => commands::remember::run(&settings, args),
             Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
             Command::Query(args) => commands::query::run(&settings, args),

@@ -1,0 +1,34 @@
+//! `memtree split ID [--into CHILD=HEADING,HEADING ...]`: split a document
+//! along its sections, or as the plan says.
+
+use std::process::ExitCode;
+
+use memtree_core::{MemoryError, parse_id_argument};
+
+use crate::cli::Failure;
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    id: String,
+    /// A new child and the headings it takes, e.g. `notes/setup=Setup,Linux`; repeatable
+    #[arg(long, value_name = "CHILD=HEADINGS")]
+    into: Vec<String>,
+}
+
+pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
+    let id = parse_id_argument("id", Some(&args.id))?;
+    let mut plan = Vec::new();
+    for entry in &args.into {
+        let Some((child, headings)) = entry.split_once('=') else {
+            let what = format!("{entry:?} is not CHILD=HEADING,HEADING");
+            return Err(MemoryError::InvalidArgument { argument: "into", what }.into());
+        };
+        let headings = headings.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect();
+        plan.push((parse_id_argument("into", Some(child.trim()))?, headings));
+    }
+    let plan = (!plan.is_empty()).then_some(plan);
+    let outcome = super::open_memory(settings)?.split_document(&id, plan.as_deref())?;
+    super::print(&outcome.report())?;
+    Ok(ExitCode::SUCCESS)
+}
