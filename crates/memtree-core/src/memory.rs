@@ -947,6 +947,39 @@ impl Memory {
             .collect())
     }
 
+    /// Suggestions for keeping the memory tidy (seed 002's space analysis):
+    /// documents over the split threshold, near-empty ones, stale ones, and
+    /// the largest.
+    pub fn suggestions(&self) -> Result<Vec<String>, MemoryError> {
+        let documents = self.documents()?;
+        let threshold = self.settings.split_threshold;
+        let mut out = Vec::new();
+        for d in documents.iter().filter(|d| d.bytes as usize > threshold) {
+            out.push(format!("{}: {} bytes, over {threshold}: split_document it", d.id, d.bytes));
+        }
+        for d in documents.iter().filter(|d| d.children.is_empty() && !d.id.is_root()) {
+            let text = self.read_existing(&d.id).unwrap_or_default();
+            let body = front_matter::split(&text).body;
+            let only_title =
+                body.lines().filter(|l| !l.trim().is_empty()).all(|l| l.trim_start().starts_with('#'));
+            if only_title {
+                out.push(format!(
+                    "{}: empty: write it, or remove its link from {}",
+                    d.id,
+                    d.parent.as_ref().map_or("its parent", |p| p.as_str())
+                ));
+            }
+        }
+        let tree = self.tree()?;
+        out.extend(self.stale_memory(&tree).iter().map(ToString::to_string));
+        let mut largest: Vec<&DocumentInfo> = documents.iter().collect();
+        largest.sort_by_key(|d| std::cmp::Reverse(d.bytes));
+        let sizes: Vec<String> =
+            largest.iter().take(5).map(|d| format!("{} ({} bytes)", d.id, d.bytes)).collect();
+        out.push(format!("largest: {}", sizes.join(", ")));
+        Ok(out)
+    }
+
     /// Every broken rule, unreadable file and recovery.
     pub fn validate(&self) -> Result<ValidationReport, MemoryError> {
         let (tree, mut findings) = self.snapshot()?;

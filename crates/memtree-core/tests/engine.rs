@@ -702,3 +702,26 @@ fn a_write_over_the_split_threshold_advises_splits_or_stays_quiet() {
         assert!(memory.validate().unwrap().findings.is_empty());
     }
 }
+
+#[test]
+fn suggestions_name_large_empty_and_stale_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MemorySettings {
+        split_threshold: 60,
+        split_policy: memtree_core::SplitPolicy::Off,
+        ..MemorySettings::default()
+    };
+    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    memory.update_document(&DocId::root(), "- [[big]]\n- [[blank]]\n- [[old]]\n").unwrap();
+    memory.update_document(&id("big"), &format!("# Big\n{}\n", "word ".repeat(20))).unwrap();
+    memory.update_document(&id("old"), "---\nstatus: deprecated\n---\n# Old\nx\n").unwrap();
+    assert_eq!(
+        memory.suggestions().unwrap(),
+        [
+            "big: 107 bytes, over 60: split_document it",
+            "blank: empty: write it, or remove its link from root",
+            "old: deprecated but still linked from root",
+            "largest: big (107 bytes), old (35 bytes), root (32 bytes), blank (9 bytes)",
+        ]
+    );
+}

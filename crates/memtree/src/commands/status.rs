@@ -14,6 +14,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
     let fresh = memory.validate()?.findings.into_iter().find(|f| matches!(f, Finding::IndexOutOfDate { .. }));
     let most: Vec<&Usage> = usage.iter().take(5).collect();
     let least: Vec<&Usage> = usage.iter().rev().take(5).collect();
+    let suggestions = memory.suggestions()?;
     if settings.json {
         super::print_json(&serde_json::json!({
             "store": status,
@@ -21,6 +22,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
             "index_fresh": fresh.is_none(),
             "most_used": most,
             "least_used": least,
+            "suggestions": suggestions,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -48,6 +50,8 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
         out.push_str("least used:\n");
         out.extend(least.iter().map(line));
     }
+    out.push_str("suggestions:\n");
+    out.extend(suggestions.iter().map(|s| format!("  {s}\n")));
     super::print(&out)?;
     Ok(ExitCode::SUCCESS)
 }
