@@ -308,3 +308,14 @@ def test_split_and_remember_commands(cli, store):
     r = cli("split", "big", "--into", "nonsense")
     assert r.rc == 1 and r.err.startswith('Error: into: "nonsense" is not CHILD=HEADING,HEADING'), r.err
     assert cli("validate").rc == 0
+
+
+def test_edit_command(cli, store):
+    assert cli("write", input="# Memory\n## Notes\nold note\n").rc == 0
+    r = cli("edit", "root", "--old", "old note", "--new", "new note with [[child]]")
+    assert (r.rc, r.out) == (0, "Succeeded\nCreated: child\n"), r.err
+    r = cli("edit", "root", "--section", "Notes", input="replaced body with [[child]]")
+    assert (r.rc, r.out) == (0, "Succeeded\n"), r.err
+    assert docs(store)["root"] == "# Memory\n## Notes\nreplaced body with [[child]]\n"
+    r = cli("edit", "root", "--old", "absent", "--new", "x")
+    assert (r.rc, r.err.strip()) == (1, "Error: old: not found in root")

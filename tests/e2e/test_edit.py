@@ -84,7 +84,12 @@ async def test_l0_index_in_tool_resource_cli_and_instructions(serve, cli):
         expected = "root: Memory\n- projects: Software projects I work on\n  - silica: A Python agent framework\n- people\n"
         assert await m.call("get_document_tree", {"summaries": True}) == ok(expected)
         resources = await m.session.list_resources()
-        assert [str(r.uri) for r in resources.resources] == ["memtree://index", "memtree://status"]
+        assert [str(r.uri) for r in resources.resources] == ["memtree://index", "memtree://status", "memtree://documents"]
+        listed = json.loads((await m.session.read_resource("memtree://documents")).contents[0].text)
+        assert [(d["id"], d["parent"], d["children"]) for d in listed] == [
+            ("people", "root", []), ("projects", "root", ["silica"]), ("root", None, ["projects", "people"]),
+            ("silica", "projects", []),
+        ]
         read = await m.session.read_resource("memtree://index")
         assert read.contents[0].text == expected
         templates = await m.session.list_resource_templates()

@@ -42,6 +42,8 @@ pub const TOOL_NAMES: &[&str] = &[
 const INDEX_URI: &str = "memtree://index";
 /// Store and index status as an MCP resource.
 const STATUS_URI: &str = "memtree://status";
+/// Every document with size, parent and children, and the graph's edges.
+const DOCUMENTS_URI: &str = "memtree://documents";
 /// Each document as an MCP resource: this prefix and its id.
 const DOC_URI_PREFIX: &str = "memtree://doc/";
 
@@ -458,6 +460,8 @@ impl ServerHandler for MemtreeServer {
             Resource::new(INDEX_URI, "index")
                 .with_description("The memory's table of contents: the tree with one-line summaries."),
             Resource::new(STATUS_URI, "status").with_description("Store and index size, freshness and use."),
+            Resource::new(DOCUMENTS_URI, "documents")
+                .with_description("Every document with size, last change, parent and children (JSON)."),
         ]))
     }
 
@@ -488,6 +492,10 @@ impl ServerHandler for MemtreeServer {
                 let (index, usage) = memory.index_status()?;
                 let value = serde_json::json!({ "store": status, "index": index, "most_used": usage.iter().take(5).collect::<Vec<_>>() });
                 return Ok(Some(serde_json::to_string_pretty(&value).expect("status serialises")));
+            }
+            if uri == DOCUMENTS_URI {
+                let documents = memory.documents()?;
+                return Ok(Some(serde_json::to_string_pretty(&documents).expect("documents serialise")));
             }
             match uri.strip_prefix(DOC_URI_PREFIX) {
                 Some(raw) => memory.read_document(&parse_id_argument("id", Some(raw))?).map(Some),

@@ -34,6 +34,8 @@ enum Command {
     Ls,
     /// Deprecate, reactivate, supersede, re-scope or re-prioritise a document
     Lifecycle(commands::lifecycle::Args),
+    /// Change part of a document: one occurrence of a string, or a section's body
+    Edit(commands::edit::Args),
     /// Split a document into children along its sections, or as `--into` says
     Split(commands::split::Args),
     /// Put a fact (stdin) into a document's section, comparing it with what is there
@@ -85,6 +87,7 @@ pub fn main() -> ExitCode {
             Command::Index => commands::index::run(&settings),
             Command::Ls => commands::ls::run(&settings),
             Command::Lifecycle(args) => commands::lifecycle::run(&settings, args),
+            Command::Edit(args) => commands::edit::run(&settings, args),
             Command::Split(args) => commands::split::run(&settings, args),
             Command::Remember(args) => commands::remember::run(&settings, args),
             Command::Move(args) => commands::move_document::run(&settings, args),

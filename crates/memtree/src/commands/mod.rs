@@ -1,5 +1,6 @@
 //! One module per subcommand: its `Args` and its `run`.
 
+pub mod edit;
 pub mod index;
 pub mod lifecycle;
 pub mod ls;
