@@ -112,22 +112,27 @@ pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<Do
 
 /// Turns an optional raw scope argument into a `Scope`.
 pub fn parse_scope_argument(raw: Option<&str>) -> Result<Option<Scope>, MemoryError> {
-    match raw.map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(word) => Scope::parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
-            argument: "scope",
-            what: format!("{word:?} is not one of global, agent, project, ephemeral"),
-        }),
-    }
+    parse_word_argument("scope", raw, Scope::parse, "one of global, agent, project, ephemeral")
 }
 
 /// Turns an optional raw status argument into a `Status`.
 pub fn parse_status_argument(raw: Option<&str>) -> Result<Option<Status>, MemoryError> {
+    parse_word_argument("status", raw, Status::parse, "active or deprecated")
+}
+
+/// An optional word argument (omitted or empty: `None`), or an error that
+/// says which words there are.
+fn parse_word_argument<T>(
+    argument: &'static str,
+    raw: Option<&str>,
+    parse: fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Option<T>, MemoryError> {
     match raw.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(word) => Status::parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
-            argument: "status",
-            what: format!("{word:?} is not active or deprecated"),
+        Some(word) => parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
+            argument,
+            what: format!("{word:?} is not {expected}"),
         }),
     }
 }
