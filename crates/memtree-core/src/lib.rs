@@ -4,6 +4,7 @@
 //! No transport (MCP, HTTP) and no file-system code lives here: adapters call
 //! [`Memory`], backends implement [`Storage`].
 
+pub mod date;
 pub mod doc_id;
 pub mod error;
 pub mod front_matter;

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::date::civil_date;
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter, Scope, Status};
@@ -296,21 +297,6 @@ pub struct Reconciliation {
     pub restamped: usize,
     pub indexed: usize,
     pub removed: usize,
-}
-
-/// `YYYY-MM-DD` of a Unix time (UTC), without a date crate.
-fn civil_date(unix_secs: u64) -> String {
-    // Howard Hinnant's days-from-civil, inverted.
-    let z = (unix_secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// Size and shape of a store, for `status`.
@@ -1422,15 +1408,5 @@ impl Memory {
             deprecated,
             expires: fm.expires,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn civil_dates() {
-        assert_eq!(super::civil_date(0), "1970-01-01");
-        assert_eq!(super::civil_date(951_782_400), "2000-02-29");
-        assert_eq!(super::civil_date(1_795_651_018), "2026-11-25");
     }
 }

@@ -79,23 +79,14 @@ impl Settings {
         if let Some(template) = args.root_template.clone().or_else(|| var(env::ROOT_TEMPLATE)) {
             memory.root_template = template.replace("\\n", "\n");
         }
-        if let Some(max) = args.max_document_bytes {
+        if let Some(max) = byte_count(args.max_document_bytes, env::MAX_DOCUMENT_BYTES)? {
             memory.max_document_bytes = max;
-        } else if let Some(raw) = var(env::MAX_DOCUMENT_BYTES) {
-            memory.max_document_bytes = raw
-                .parse()
-                .with_context(|| format!("{}={raw:?} is not a byte count", env::MAX_DOCUMENT_BYTES))?;
         }
-        if let Some(budget) = args.index_budget {
+        if let Some(budget) = byte_count(args.index_budget, env::INDEX_BUDGET)? {
             memory.index_budget = budget;
-        } else if let Some(raw) = var(env::INDEX_BUDGET) {
-            memory.index_budget =
-                raw.parse().with_context(|| format!("{}={raw:?} is not a byte count", env::INDEX_BUDGET))?;
         }
-        if let Some(raw) = var(env::SPLIT_THRESHOLD) {
-            memory.split_threshold = raw
-                .parse()
-                .with_context(|| format!("{}={raw:?} is not a byte count", env::SPLIT_THRESHOLD))?;
+        if let Some(threshold) = byte_count(None, env::SPLIT_THRESHOLD)? {
+            memory.split_threshold = threshold;
         }
         if let Some(raw) = var(env::SPLIT) {
             memory.split_policy =
@@ -117,6 +108,17 @@ impl Settings {
             .or_else(|| var(env::TOKENIZER))
             .unwrap_or_else(|| "cl100k_base".to_owned());
         Ok(Settings { data_dir, memory, tokenizer, fault, json: args.json })
+    }
+}
+
+/// A byte count from its flag, else from the environment variable `name`.
+fn byte_count(flag: Option<usize>, name: &str) -> anyhow::Result<Option<usize>> {
+    match (flag, var(name)) {
+        (Some(n), _) => Ok(Some(n)),
+        (None, Some(raw)) => {
+            raw.parse().map(Some).with_context(|| format!("{name}={raw:?} is not a byte count"))
+        }
+        (None, None) => Ok(None),
     }
 }
 
