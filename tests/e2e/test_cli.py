@@ -319,3 +319,20 @@ def test_edit_command(cli, store):
     assert docs(store)["root"] == "# Memory\n## Notes\nreplaced body with [[child]]\n"
     r = cli("edit", "root", "--old", "absent", "--new", "x")
     assert (r.rc, r.err.strip()) == (1, "Error: old: not found in root")
+
+
+def test_validate_reports_conflicting_memory(cli):
+    assert cli("write", input="# Memory\n- [[infra]]\n- [[notes]]\n- [[old]]\n").rc == 0
+    assert cli("write", "infra", input="# Infra\n## Database\nStaging PostgreSQL listens on port 5433.\n").rc == 0
+    assert cli("write", "notes", input="# Notes\n## Databases\nStaging PostgreSQL listens on port 6543.\n").rc == 0
+    r = cli("--json", "validate")
+    assert r.rc == 0, "a conflict is a warning, not an unhealthy store"
+    conflicts = [f for f in json.loads(r.out)["findings"] if "conflict" in f["message"]]
+    assert [f["message"] for f in conflicts] == [
+        'possible conflict: [infra#Database] says "5433", [notes#Databases] says "6543"; '
+        "keep one (edit, or lifecycle superseded_by)"
+    ]
+    assert conflicts[0]["severity"] == "warning"
+    # Once the stale one is deprecated, the current memory agrees with itself.
+    assert cli("lifecycle", "notes", "--status", "deprecated", "--why", "port moved").rc == 0
+    assert "conflict" not in cli("validate").out

@@ -91,6 +91,9 @@ pub struct Hit {
     /// The stamp of the document the passage was indexed from.
     #[serde(skip)]
     pub stamp: Stamp,
+    /// From the shared tree, seen from a namespace (cited `shared:<id>`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// Documents most and least used by memory packs.

@@ -4,6 +4,7 @@
 //! No transport (MCP, HTTP) and no file-system code lives here: adapters call
 //! [`Memory`], backends implement [`Storage`].
 
+pub mod conflicts;
 pub mod date;
 pub mod doc_id;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod index;
 pub mod l0;
 pub mod links;
 pub mod memory;
+pub mod namespace;
 pub mod pack;
 pub mod remember;
 pub mod sections;
@@ -28,6 +30,7 @@ pub use memory::{
     DocumentInfo, Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered,
     SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,
 };
+pub use namespace::{Namespaced, SHARED_PREFIX, Target};
 pub use pack::Pack;
 pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
 pub use tree::{Finding, OutlineEntry, Severity, Tree};

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::conflicts;
 use crate::date::civil_date;
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
@@ -22,7 +23,8 @@ use crate::front_matter::{self, FrontMatter, Scope, Status};
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::l0;
 use crate::links::{self, InvalidLink, parse_links};
-use crate::pack::{self, Pack};
+use crate::namespace;
+use crate::pack::Pack;
 use crate::remember;
 use crate::sections::{self, SectionLookup, SectionSpan};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
@@ -332,6 +334,13 @@ struct CachedDoc {
     /// `status: deprecated`, and the successor when superseded.
     deprecated: Option<Option<String>>,
     expires: Option<String>,
+}
+
+impl CachedDoc {
+    /// The `expires` date, when it is before `today` (both `YYYY-MM-DD…`).
+    fn expired(&self, today: &str) -> Option<&str> {
+        self.expires.as_deref().filter(|e| e.get(..10).unwrap_or(e) < today)
+    }
 }
 
 /// The tree and the per-document findings from every cached document.
@@ -975,6 +984,7 @@ impl Memory {
         }
         findings.extend(self.index_health()?);
         findings.extend(self.stale_memory(&tree));
+        findings.extend(self.conflicting_memory(&tree)?);
         Ok(ValidationReport { documents: tree.len(), findings })
     }
 
@@ -1042,23 +1052,29 @@ impl Memory {
     /// A memory pack for a task, within `budget` tokens; logs the use of
     /// every document it draws on.
     pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
-        let (Some(index), Some(tokens)) = (&self.index, &self.tokens) else {
-            return Err(MemoryError::NoIndex);
-        };
-        if !(50..=100_000).contains(&budget) {
-            return Err(MemoryError::InvalidArgument {
-                argument: "budget",
-                what: format!("{budget} tokens; give 50 to 100000"),
-            });
-        }
-        if task.trim().is_empty() {
-            return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
-        }
-        let hits = self.search(task, 40, scope, None)?;
-        let pack = pack::assemble(&hits, budget, tokens.as_ref());
+        namespace::recall(&[(self, false)], task, budget, scope)
+    }
+
+    /// The token counter of memory packs.
+    pub(crate) fn tokens(&self) -> Result<&dyn TokenCounter, MemoryError> {
+        self.tokens.as_deref().ok_or(MemoryError::NoIndex)
+    }
+
+    /// Logs that a memory pack drew on `ids`.
+    pub(crate) fn record_use(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
         let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        index.record_use(&pack.documents(), now_ns)?;
-        Ok(pack)
+        Ok(index.record_use(ids, now_ns)?)
+    }
+
+    /// The configured byte budget of the L0 index.
+    pub(crate) fn index_budget(&self) -> usize {
+        self.settings.index_budget
+    }
+
+    /// Whether the document exists.
+    pub fn exists(&self, id: &DocId) -> Result<bool, MemoryError> {
+        Ok(self.storage.stamp(id)?.is_some())
     }
 
     /// Brings the index up to date with the documents: stamps first, then
@@ -1124,9 +1140,7 @@ impl Memory {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut findings = Vec::new();
         for (id, doc) in &cache.docs {
-            if let Some(expires) =
-                doc.expires.as_deref().filter(|e| e.get(..10).unwrap_or(e) < today.as_str())
-            {
+            if let Some(expires) = doc.expired(&today) {
                 findings.push(Finding::Expired { id: id.clone(), expires: expires.to_owned() });
             }
             if let (Some(successor), Some(parent)) = (&doc.deprecated, tree.parents(id).first()) {
@@ -1139,6 +1153,36 @@ impl Memory {
         }
         findings.sort_by_key(ToString::to_string);
         findings
+    }
+
+    /// Passages of current (active, unexpired) documents that contradict
+    /// each other.
+    fn conflicting_memory(&self, tree: &Tree) -> Result<Vec<Finding>, MemoryError> {
+        let today = civil_date(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
+        let mut current: Vec<DocId> = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache
+                .docs
+                .iter()
+                .filter(|(id, d)| tree.contains(id) && d.deprecated.is_none() && d.expired(&today).is_none())
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        current.sort();
+        let mut passages = Vec::new();
+        for id in &current {
+            let Some(text) = self.storage.read(id).ok().flatten() else { continue };
+            let body = front_matter::split(&text).body;
+            passages.extend(sections::passages(body, sections::PASSAGE_WORDS).into_iter().map(|p| (id, p)));
+        }
+        let statements: Vec<conflicts::Statement<'_>> = passages
+            .iter()
+            .map(|(id, p)| conflicts::Statement { id, heading: p.heading(), text: &p.text })
+            .collect();
+        Ok(conflicts::find(&statements)
+            .into_iter()
+            .map(|c| Finding::Conflict { a: c.a, b: c.b, only_a: c.only_a, only_b: c.only_b })
+            .collect())
     }
 
     /// How far the index is from the documents, without changing either.

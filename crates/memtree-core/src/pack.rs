@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::doc_id::DocId;
 use crate::front_matter::Scope;
 use crate::index::{Hit, TokenCounter};
+use crate::namespace::SHARED_PREFIX;
 
 /// Passages scoring below this share of the best one are not relevant.
 const RELEVANCE_FLOOR: f64 = 0.3;
@@ -29,15 +30,23 @@ pub struct Pack {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PackEntry {
     pub id: DocId,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
     pub citation: String,
     pub group: &'static str,
     pub text: String,
     pub score: f64,
 }
 
-/// `[id#heading]`, or `[id]` for text before the first heading.
-pub fn citation(id: &DocId, heading: &str) -> String {
-    if heading.is_empty() { format!("[{id}]") } else { format!("[{id}#{heading}]") }
+/// `[id#heading]`, or `[id]` for text before the first heading; a passage
+/// of the shared tree seen from a namespace is `[shared:id…]`.
+pub fn cite(id: &DocId, heading: &str, shared: bool) -> String {
+    let tree = if shared { SHARED_PREFIX } else { "" };
+    if heading.is_empty() { format!("[{tree}{id}]") } else { format!("[{tree}{id}#{heading}]") }
+}
+
+fn citation(hit: &Hit) -> String {
+    cite(&hit.id, &hit.heading, hit.shared)
 }
 
 const GROUPS: [&str; 5] = ["Global", "Agent", "Project", "Ephemeral", "Unscoped"];
@@ -88,7 +97,8 @@ pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack
         }
         let entry = PackEntry {
             id: hit.id.clone(),
-            citation: citation(&hit.id, &hit.heading),
+            shared: hit.shared,
+            citation: citation(hit),
             group: group(hit.scope),
             text,
             score: hit.score,
@@ -153,10 +163,14 @@ impl Pack {
         out
     }
 
-    /// The documents the pack draws on, each once.
-    pub fn documents(&self) -> Vec<DocId> {
+    /// The documents of one tree (`shared` or not) the pack draws on, each once.
+    pub fn documents(&self, shared: bool) -> Vec<DocId> {
         let mut seen = HashSet::new();
-        self.entries.iter().filter(|e| seen.insert(e.id.clone())).map(|e| e.id.clone()).collect()
+        self.entries
+            .iter()
+            .filter(|e| e.shared == shared && seen.insert(e.id.clone()))
+            .map(|e| e.id.clone())
+            .collect()
     }
 }
 
@@ -168,14 +182,7 @@ pub fn render_hits(hits: &[Hit]) -> String {
     let mut out = String::new();
     for (i, hit) in hits.iter().enumerate() {
         let path: Vec<&str> = hit.path.iter().map(DocId::as_str).collect();
-        let _ = writeln!(
-            out,
-            "{}. {} {:.2} · {}",
-            i + 1,
-            citation(&hit.id, &hit.heading),
-            hit.score,
-            path.join(" › ")
-        );
+        let _ = writeln!(out, "{}. {} {:.2} · {}", i + 1, citation(hit), hit.score, path.join(" › "));
         for line in hit.excerpt.lines() {
             let _ = writeln!(out, "   {line}");
         }
@@ -211,6 +218,7 @@ mod tests {
             line: 1,
             scope,
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
+            shared: false,
         }
     }
 
@@ -260,7 +268,8 @@ mod tests {
         let pack = assemble(&hits, 500, &Words);
         assert_eq!(pack.entries.len(), 1);
         assert!(pack.left_out.is_empty());
-        assert_eq!(pack.documents(), [DocId::parse("a").unwrap()]);
+        assert_eq!(pack.documents(false), [DocId::parse("a").unwrap()]);
+        assert!(pack.documents(true).is_empty());
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub enum Finding {
     /// The search index disagrees with the documents (fixed by the next
     /// reconciliation, or `memtree reindex`).
     IndexOutOfDate { missing: usize, stale: usize, extra: usize, examples: Vec<DocId> },
+    /// Passages of two documents that say nearly the same thing, with
+    /// different words (values) on each side.
+    Conflict { a: (DocId, String), b: (DocId, String), only_a: Vec<String>, only_b: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -83,7 +86,8 @@ impl Finding {
             | Finding::IgnoredFile { .. }
             | Finding::IndexOutOfDate { .. }
             | Finding::Expired { .. }
-            | Finding::DeprecatedLinked { .. } => Severity::Warning,
+            | Finding::DeprecatedLinked { .. }
+            | Finding::Conflict { .. } => Severity::Warning,
             _ => Severity::Error,
         }
     }
@@ -120,6 +124,17 @@ impl std::fmt::Display for Finding {
                  `memtree reindex` rebuilds it",
                 join(examples)
             ),
+            Finding::Conflict { a, b, only_a, only_b } => {
+                let says = |words: &[String]| words.iter().take(4).cloned().collect::<Vec<_>>().join(" ");
+                write!(
+                    f,
+                    "possible conflict: {} says {:?}, {} says {:?}; keep one (edit, or lifecycle superseded_by)",
+                    crate::pack::cite(&a.0, &a.1, false),
+                    says(only_a),
+                    crate::pack::cite(&b.0, &b.1, false),
+                    says(only_b)
+                )
+            }
         }
     }
 }

@@ -399,6 +399,7 @@ impl Index for SqliteIndex {
                 line: row.line,
                 scope: scope_from(row.scope),
                 stamp: row.stamp,
+                shared: false,
                 id,
             });
         }

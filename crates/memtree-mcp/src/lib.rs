@@ -5,7 +5,9 @@
 //! tool result with `isError` set carrying the spec's `Error: …` text (so
 //! the agent reads it); malformed arguments are protocol errors.
 
-mod arguments;
+/// The pre-dispatch check of a tool call's arguments against the tool's
+/// input schema; public so that the fuzz targets in `fuzz/` can call it.
+pub mod arguments;
 mod prompts;
 mod server;
 

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use memtree_core::{
-    Edit, Lifecycle, Memory, MemoryError, pack, parse_id_argument, parse_scope_argument,
-    parse_status_argument,
+    Edit, Lifecycle, MemoryError, Namespaced, pack, parse_scope_argument, parse_status_argument,
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -57,6 +56,11 @@ removing a link deletes the child and its whole subtree. \
 A document may link only its own children; ids are [A-Za-z0-9_-] words, `/` for folders. \
 update_document replaces the whole document: read it first. \
 Keep each document to one topic; move details into children as it grows.";
+
+/// Added to the instructions in a namespace.
+const NAMESPACE_INSTRUCTIONS: &str = "\
+This tree is yours; a shared tree sits beside it. Reads and searches see yours first, then the shared \
+one, whose ids are written shared:<id>; writes go to yours unless the id says shared:.";
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -174,7 +178,7 @@ pub struct UnknownTool(pub String);
 
 #[derive(Clone)]
 pub struct MemtreeServer {
-    memory: Arc<Memory>,
+    trees: Arc<Namespaced>,
     tool_router: ToolRouter<MemtreeServer>,
     prompt_router: PromptRouter<MemtreeServer>,
 }
@@ -187,7 +191,7 @@ pub struct TranscriptArgs {
 
 impl MemtreeServer {
     /// A server exposing `tools` (all of [`TOOL_NAMES`] when `None`).
-    pub fn new(memory: Arc<Memory>, tools: Option<&[String]>) -> Result<MemtreeServer, UnknownTool> {
+    pub fn new(trees: Arc<Namespaced>, tools: Option<&[String]>) -> Result<MemtreeServer, UnknownTool> {
         let mut tool_router = Self::tool_router();
         if let Some(wanted) = tools {
             if let Some(unknown) = wanted.iter().find(|t| !TOOL_NAMES.contains(&t.as_str())) {
@@ -197,16 +201,22 @@ impl MemtreeServer {
                 tool_router.remove_route(name);
             }
         }
-        Ok(MemtreeServer { memory, tool_router, prompt_router: Self::prompt_router() })
+        Ok(MemtreeServer { trees, tool_router, prompt_router: Self::prompt_router() })
+    }
+
+    /// The tools this server exposes, with their input schemas (as `tools/list`
+    /// gives them, sorted by name).
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
     }
 
     /// Runs a blocking engine call off the async workers and renders it.
     async fn run<F>(&self, call: F) -> Result<CallToolResult, ErrorData>
     where
-        F: FnOnce(&Memory) -> Result<String, MemoryError> + Send + 'static,
+        F: FnOnce(&Namespaced) -> Result<String, MemoryError> + Send + 'static,
     {
-        let memory = Arc::clone(&self.memory);
-        let result = tokio::task::spawn_blocking(move || call(&memory))
+        let trees = Arc::clone(&self.trees);
+        let result = tokio::task::spawn_blocking(move || call(&trees))
             .await
             .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
         Ok(match result {
@@ -229,10 +239,10 @@ impl MemtreeServer {
         Parameters(args): Parameters<ReadDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", args.id.as_deref())?;
+            let t = m.for_read("id", args.id.as_deref())?;
             match args.section.as_deref() {
-                Some(section) => m.read_section(&id, section),
-                None => m.read_document(&id),
+                Some(section) => t.memory.read_section(&t.id, section),
+                None => t.memory.read_document(&t.id),
             }
         })
         .await
@@ -245,7 +255,7 @@ impl MemtreeServer {
         Parameters(args): Parameters<EditDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", Some(&args.id))?;
+            let t = m.for_write("id", Some(&args.id))?;
             let edit = match (args.old, args.section) {
                 (Some(old), None) => Edit::Replace { old, new: args.new },
                 (None, Some(section)) => Edit::Section { section, body: args.new },
@@ -256,7 +266,7 @@ impl MemtreeServer {
                     });
                 }
             };
-            Ok(m.edit_document(&id, &edit)?.report())
+            Ok(t.memory.edit_document(&t.id, &edit)?.report())
         })
         .await
     }
@@ -269,8 +279,8 @@ impl MemtreeServer {
         Parameters(args): Parameters<UpdateDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", args.id.as_deref())?;
-            Ok(m.update_document(&id, &args.content)?.report())
+            let t = m.for_write("id", args.id.as_deref())?;
+            Ok(t.memory.update_document(&t.id, &args.content)?.report())
         })
         .await
     }
@@ -280,12 +290,8 @@ impl MemtreeServer {
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let scope = parse_scope_argument(args.scope.as_deref())?;
-            let under = match args.under.as_deref() {
-                Some(raw) => Some(parse_id_argument("under", Some(raw))?),
-                None => None,
-            };
             let limit = args.limit.map_or(8, |l| l as usize);
-            let hits = m.search(&args.query, limit, scope, under.as_ref())?;
+            let hits = m.search(&args.query, limit, scope, args.under.as_deref())?;
             Ok(if args.json == Some(true) {
                 serde_json::to_string(&hits).expect("hits serialise")
             } else {
@@ -313,15 +319,18 @@ impl MemtreeServer {
         Parameters(args): Parameters<RememberArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let document =
-                args.document.as_deref().map(|d| parse_id_argument("document", Some(d))).transpose()?;
+            let target = args.document.as_deref().map(|d| m.for_write("document", Some(d))).transpose()?;
             let mode = match args.mode.as_deref() {
                 None | Some("") => memtree_core::remember::Mode::Upsert,
                 Some(raw) => {
                     raw.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?
                 }
             };
-            Ok(m.remember(&args.content, document.as_ref(), args.section.as_deref(), mode)?.report())
+            let (memory, document) = match &target {
+                Some(t) => (t.memory, Some(&t.id)),
+                None => (&**m.own(), None),
+            };
+            Ok(memory.remember(&args.content, document, args.section.as_deref(), mode)?.report())
         })
         .await
     }
@@ -333,13 +342,10 @@ impl MemtreeServer {
         Parameters(args): Parameters<LifecycleArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", Some(&args.id))?;
+            let t = m.for_write("id", Some(&args.id))?;
             let status = parse_status_argument(args.status.as_deref())?;
-            let superseded_by = args
-                .superseded_by
-                .as_deref()
-                .map(|s| parse_id_argument("superseded_by", Some(s)))
-                .transpose()?;
+            let superseded_by =
+                args.superseded_by.as_deref().map(|s| m.beside(&t, "superseded_by", s)).transpose()?;
             let change = Lifecycle {
                 status,
                 scope: parse_scope_argument(args.scope.as_deref())?,
@@ -347,7 +353,7 @@ impl MemtreeServer {
                 expires: args.expires,
                 superseded_by,
             };
-            m.set_lifecycle(&id, &change, &args.why)
+            t.memory.set_lifecycle(&t.id, &change, &args.why)
         })
         .await
     }
@@ -359,16 +365,16 @@ impl MemtreeServer {
         Parameters(args): Parameters<SplitDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", Some(&args.id))?;
+            let t = m.for_write("id", Some(&args.id))?;
             let plan = match args.plan {
                 None => None,
                 Some(plan) => Some(
                     plan.into_iter()
-                        .map(|(child, headings)| Ok((parse_id_argument("plan", Some(&child))?, headings)))
+                        .map(|(child, headings)| Ok((m.beside(&t, "plan", &child)?, headings)))
                         .collect::<Result<Vec<_>, MemoryError>>()?,
                 ),
             };
-            Ok(m.split_document(&id, plan.as_deref())?.report())
+            Ok(t.memory.split_document(&t.id, plan.as_deref())?.report())
         })
         .await
     }
@@ -380,9 +386,9 @@ impl MemtreeServer {
         Parameters(args): Parameters<MoveDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let id = parse_id_argument("id", Some(&args.id))?;
-            let new_parent = parse_id_argument("new_parent", Some(&args.new_parent))?;
-            Ok(m.move_document(&id, &new_parent)?.report())
+            let t = m.for_write("id", Some(&args.id))?;
+            let new_parent = m.beside(&t, "new_parent", &args.new_parent)?;
+            Ok(t.memory.move_document(&t.id, &new_parent)?.report())
         })
         .await
     }
@@ -392,12 +398,7 @@ impl MemtreeServer {
         &self,
         Parameters(args): Parameters<TreeArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(
-            move |m| {
-                if args.summaries == Some(true) { m.l0_index(None) } else { Ok(m.tree()?.render_yaml()) }
-            },
-        )
-        .await
+        self.run(move |m| if args.summaries == Some(true) { m.l0_index() } else { m.tree_yaml() }).await
     }
 }
 
@@ -437,13 +438,14 @@ impl ServerHandler for MemtreeServer {
 
     fn get_info(&self) -> ServerConfig {
         // The L0 index rides along, so an agent starts knowing what exists.
-        let instructions = match self.memory.l0_index(None) {
-            Ok(index) => format!("{INSTRUCTIONS}\n\nWhat the memory holds:\n{index}"),
-            Err(error) => {
-                tracing::warn!(%error, "no L0 index in the instructions");
-                INSTRUCTIONS.to_owned()
-            }
-        };
+        let mut instructions = INSTRUCTIONS.to_owned();
+        if self.trees.shared().is_some() {
+            instructions = format!("{instructions}\n{NAMESPACE_INSTRUCTIONS}");
+        }
+        match self.trees.l0_index() {
+            Ok(index) => instructions = format!("{instructions}\n\nWhat the memory holds:\n{index}"),
+            Err(error) => tracing::warn!(%error, "no L0 index in the instructions"),
+        }
         ServerConfig::new(
             ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build(),
         )
@@ -482,10 +484,11 @@ impl ServerHandler for MemtreeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let memory = Arc::clone(&self.memory);
+        let trees = Arc::clone(&self.trees);
         let text = tokio::task::spawn_blocking(move || -> Result<Option<String>, MemoryError> {
+            let memory = trees.own();
             if uri == INDEX_URI {
-                return memory.l0_index(None).map(Some);
+                return trees.l0_index().map(Some);
             }
             if uri == STATUS_URI {
                 let status = memory.status()?;
@@ -498,7 +501,10 @@ impl ServerHandler for MemtreeServer {
                 return Ok(Some(serde_json::to_string_pretty(&documents).expect("documents serialise")));
             }
             match uri.strip_prefix(DOC_URI_PREFIX) {
-                Some(raw) => memory.read_document(&parse_id_argument("id", Some(raw))?).map(Some),
+                Some(raw) => {
+                    let t = trees.for_read("id", Some(raw))?;
+                    t.memory.read_document(&t.id).map(Some)
+                }
                 None => Ok(None),
             }
         })

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use memtree_core::{Memory, MemorySettings};
+use memtree_core::{Memory, MemorySettings, Namespaced};
 use memtree_mcp::{MemtreeServer, TOOL_NAMES};
 use memtree_store::InMemoryStorage;
 use rmcp::ServiceExt as _;
@@ -12,7 +12,7 @@ use rmcp::service::{RoleClient, RunningService};
 
 async fn connect(tools: Option<&[String]>) -> RunningService<RoleClient, ()> {
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
-    let server = MemtreeServer::new(memory, tools).unwrap();
+    let server = MemtreeServer::new(Arc::new(Namespaced::single(memory)), tools).unwrap();
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
@@ -127,7 +127,7 @@ async fn tools_option_narrows_the_surface() {
     assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["read_document"]);
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
-    assert!(MemtreeServer::new(memory, Some(&["nope".to_owned()])).is_err());
+    assert!(MemtreeServer::new(Arc::new(Namespaced::single(memory)), Some(&["nope".to_owned()])).is_err());
     assert_eq!(TOOL_NAMES.len(), 10);
 }
 

@@ -319,8 +319,8 @@ impl Storage for LocalStorage {
                     listing.ignored.push(format!("{prefix}{}", name.to_string_lossy()));
                     continue;
                 };
-                if name.starts_with('.') {
-                    continue; // .memtree, .git, .obsidian, editor swap files
+                if name.starts_with('.') || name.starts_with('@') {
+                    continue; // .memtree, .git, .obsidian, swap files; @namespace trees
                 }
                 let file_type = entry.file_type().map_err(io_error("stat", &entry.path()))?;
                 if file_type.is_dir() {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use memtree_core::MemorySettings;
+use memtree_core::{DocId, MemorySettings};
 use memtree_store::Fault;
 
 /// Every environment variable memtree reads.
@@ -31,6 +31,8 @@ pub mod env {
     pub const DEDUP_THRESHOLD: &str = "MEMTREE_DEDUP_THRESHOLD";
     /// BPE tokenizer memory packs are counted with.
     pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
+    /// The agent's namespace: its own tree beside the shared one.
+    pub const NAMESPACE: &str = "MEMTREE_NAMESPACE";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -53,6 +55,9 @@ pub struct GlobalArgs {
     /// Tokenizer of memory packs: cl100k_base or o200k_base [env: MEMTREE_TOKENIZER; default cl100k_base]
     #[arg(long, global = true, value_name = "NAME")]
     pub tokenizer: Option<String>,
+    /// Work in this agent's own tree, beside the shared one; `shared` means none [env: MEMTREE_NAMESPACE]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub namespace: Option<String>,
     /// Print data as JSON
     #[arg(long, global = true)]
     pub json: bool,
@@ -63,6 +68,8 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub memory: MemorySettings,
     pub tokenizer: String,
+    /// The agent's namespace, if any: its tree is `@NAME/` in the data folder.
+    pub namespace: Option<DocId>,
     pub fault: Option<Fault>,
     pub json: bool,
 }
@@ -107,7 +114,26 @@ impl Settings {
             .clone()
             .or_else(|| var(env::TOKENIZER))
             .unwrap_or_else(|| "cl100k_base".to_owned());
-        Ok(Settings { data_dir, memory, tokenizer, fault, json: args.json })
+        let namespace = match args.namespace.clone().or_else(|| var(env::NAMESPACE)) {
+            None => None,
+            Some(name) if name == "shared" => None,
+            Some(name) => Some(
+                DocId::parse(&name)
+                    .ok()
+                    .filter(|id| !id.as_str().contains('/'))
+                    .with_context(|| format!("invalid namespace {name:?}: use letters, digits, _ and -"))?,
+            ),
+        };
+        Ok(Settings { data_dir, memory, tokenizer, namespace, fault, json: args.json })
+    }
+
+    /// The folder of the tree writes go to: the data folder, or in a
+    /// namespace its `@NAME` folder (a name no document id can take).
+    pub fn own_dir(&self) -> PathBuf {
+        match &self.namespace {
+            Some(name) => self.data_dir.join(format!("@{name}")),
+            None => self.data_dir.clone(),
+        }
     }
 }
 

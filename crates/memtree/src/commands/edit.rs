@@ -4,7 +4,7 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use memtree_core::{Edit, MemoryError, parse_id_argument};
+use memtree_core::{Edit, MemoryError};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -24,7 +24,8 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", Some(&args.id))?;
+    let trees = super::open_trees(settings)?;
+    let target = trees.for_write("id", Some(&args.id))?;
     let edit = match (args.old, args.new, args.section) {
         (Some(old), Some(new), None) => Edit::Replace { old, new },
         (None, None, Some(section)) => {
@@ -39,7 +40,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             return Err(MemoryError::InvalidArgument { argument: "old", what }.into());
         }
     };
-    let outcome = super::open_memory(settings)?.edit_document(&id, &edit)?;
+    let outcome = target.memory.edit_document(&target.id, &edit)?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
 }

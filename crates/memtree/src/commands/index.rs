@@ -7,7 +7,7 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let index = super::open_memory(settings)?.l0_index(None)?;
+    let index = super::open_trees(settings)?.l0_index()?;
     if settings.json {
         super::print_json(&serde_json::json!({ "index": index, "bytes": index.len() }))?;
     } else {

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::{Lifecycle, parse_id_argument, parse_scope_argument, parse_status_argument};
+use memtree_core::{Lifecycle, parse_scope_argument, parse_status_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -32,7 +32,8 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", Some(&args.id))?;
+    let trees = super::open_trees(settings)?;
+    let target = trees.for_write("id", Some(&args.id))?;
     let change = Lifecycle {
         status: parse_status_argument(args.status.as_deref())?,
         scope: parse_scope_argument(args.scope.as_deref())?,
@@ -41,10 +42,10 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         superseded_by: args
             .superseded_by
             .as_deref()
-            .map(|s| parse_id_argument("superseded_by", Some(s)))
+            .map(|s| trees.beside(&target, "superseded_by", s))
             .transpose()?,
     };
-    let answer = super::open_memory(settings)?.set_lifecycle(&id, &change, &args.why)?;
+    let answer = target.memory.set_lifecycle(&target.id, &change, &args.why)?;
     super::print(&answer)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let documents = super::open_memory(settings)?.documents()?;
+    let documents = super::open_own(settings)?.documents()?;
     if settings.json {
         let edges: Vec<serde_json::Value> = documents
             .iter()

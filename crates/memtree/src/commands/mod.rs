@@ -18,35 +18,52 @@ pub mod validate;
 pub mod write;
 
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use memtree_core::Memory;
+use memtree_core::{Memory, Namespaced};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_store::LocalStorage;
 
 use crate::settings::Settings;
 
-/// Opens the store the settings name, creating it on first use, with its
-/// search index (`.memtree/index.sqlite`).
-pub fn open_memory(settings: &Settings) -> anyhow::Result<Memory> {
-    let context = || format!("cannot open the store at {}", settings.data_dir.display());
-    let storage = LocalStorage::open(&settings.data_dir).with_context(context)?.with_fault(settings.fault);
-    let index_path = settings.data_dir.join(".memtree").join("index.sqlite");
-    let index = SqliteIndex::open(&index_path).with_context(context)?;
+/// Opens the store in `dir`, creating it on first use, with its search
+/// index (`.memtree/index.sqlite`).
+fn open_store(dir: &Path, settings: &Settings) -> anyhow::Result<Memory> {
+    let context = || format!("cannot open the store at {}", dir.display());
+    let storage = LocalStorage::open(dir).with_context(context)?.with_fault(settings.fault);
+    let index = SqliteIndex::open(dir.join(".memtree").join("index.sqlite")).with_context(context)?;
     let tokens = BpeCounter::new(&settings.tokenizer).map_err(anyhow::Error::msg)?;
     Ok(Memory::open(Arc::new(storage), settings.memory.clone())
         .with_context(context)?
         .with_index(Arc::new(index), Arc::new(tokens)))
 }
 
-/// Opens the store and brings its index up to date (for one-shot commands
-/// that read the index).
-pub fn open_reconciled(settings: &Settings) -> anyhow::Result<Memory> {
-    let memory = open_memory(settings)?;
-    let report = memory.reconcile().context("cannot bring the index up to date")?;
-    tracing::info!(?report, "index reconciled");
-    Ok(memory)
+/// The tree writes go to: the store, or in a namespace its own tree.
+pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
+    open_store(&settings.own_dir(), settings)
+}
+
+/// The trees the settings name: the store, or in a namespace its own tree
+/// beside the shared one.
+pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
+    let own = Arc::new(open_own(settings)?);
+    Ok(match settings.namespace {
+        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings)?)),
+        None => Namespaced::single(own),
+    })
+}
+
+/// Opens the trees and brings their indexes up to date (for one-shot
+/// commands that read an index).
+pub fn open_reconciled(settings: &Settings) -> anyhow::Result<Namespaced> {
+    let trees = open_trees(settings)?;
+    for memory in [Some(trees.own()), trees.shared()].into_iter().flatten() {
+        let report = memory.reconcile().context("cannot bring the index up to date")?;
+        tracing::info!(?report, "index reconciled");
+    }
+    Ok(trees)
 }
 
 /// Writes command output to stdout (never used under `serve`).

@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use memtree_core::parse_id_argument;
-
 use crate::cli::Failure;
 use crate::settings::Settings;
 
@@ -16,9 +14,10 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", Some(&args.id))?;
-    let new_parent = parse_id_argument("new_parent", Some(&args.new_parent))?;
-    let outcome = super::open_memory(settings)?.move_document(&id, &new_parent)?;
+    let trees = super::open_trees(settings)?;
+    let target = trees.for_write("id", Some(&args.id))?;
+    let new_parent = trees.beside(&target, "new_parent", &args.new_parent)?;
+    let outcome = target.memory.move_document(&target.id, &new_parent)?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -22,8 +22,8 @@ pub struct Args {
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let scope = parse_scope_argument(args.scope.as_deref())?;
-    let memory = super::open_reconciled(settings)?;
-    let pack = memory.recall(&args.task.join(" "), args.budget, scope)?;
+    let trees = super::open_reconciled(settings)?;
+    let pack = trees.recall(&args.task.join(" "), args.budget, scope)?;
     if settings.json {
         super::print_json(&pack)?;
     } else {

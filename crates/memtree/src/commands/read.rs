@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::parse_id_argument;
+use memtree_core::Target;
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -14,8 +14,8 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", args.id.as_deref())?;
-    let memory = super::open_memory(settings)?;
+    let trees = super::open_trees(settings)?;
+    let Target { memory, id, .. } = trees.for_read("id", args.id.as_deref())?;
     let text = memory.read_document(&id)?;
     if settings.json {
         super::print_json(&serde_json::json!({ "id": id, "content": text }))?;

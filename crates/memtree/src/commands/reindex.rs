@@ -9,7 +9,7 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let memory = super::open_memory(settings)?;
+    let memory = super::open_own(settings)?;
     let started = Instant::now();
     // Progress goes to stderr (indicatif's default), hidden when not a terminal.
     let bar = ProgressBar::new(0).with_style(

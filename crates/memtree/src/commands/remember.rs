@@ -4,8 +4,8 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
+use memtree_core::MemoryError;
 use memtree_core::remember::Mode;
-use memtree_core::{MemoryError, parse_id_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -24,14 +24,20 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let document = args.document.as_deref().map(|d| parse_id_argument("document", Some(d))).transpose()?;
     let mode: Mode =
         args.mode.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?;
     let mut fact = String::new();
     std::io::stdin()
         .read_to_string(&mut fact)
         .map_err(|_| Failure::User("Error: content: not valid UTF-8".to_owned()))?;
-    let memory = super::open_reconciled(settings)?;
+    let trees = super::open_reconciled(settings)?;
+    let (memory, document) = match args.document.as_deref() {
+        Some(raw) => {
+            let target = trees.for_write("document", Some(raw))?;
+            (target.memory, Some(target.id))
+        }
+        None => (&**trees.own(), None),
+    };
     let done = memory.remember(&fact, document.as_ref(), args.section.as_deref(), mode)?;
     super::print(&done.report())?;
     Ok(ExitCode::SUCCESS)

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::{pack, parse_id_argument, parse_scope_argument};
+use memtree_core::{pack, parse_scope_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -25,9 +25,8 @@ pub struct Args {
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let scope = parse_scope_argument(args.scope.as_deref())?;
-    let under = args.under.as_deref().map(|raw| parse_id_argument("under", Some(raw))).transpose()?;
-    let memory = super::open_reconciled(settings)?;
-    let hits = memory.search(&args.query.join(" "), args.limit, scope, under.as_ref())?;
+    let trees = super::open_reconciled(settings)?;
+    let hits = trees.search(&args.query.join(" "), args.limit, scope, args.under.as_deref())?;
     if settings.json {
         super::print_json(&hits)?;
     } else {

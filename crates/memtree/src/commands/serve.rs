@@ -20,25 +20,28 @@ pub struct Args {
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools =
         args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
-    let memory = Arc::new(super::open_memory(settings)?);
+    let trees = Arc::new(super::open_trees(settings)?);
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no
-    // server ran; an edit in between is seen by both. The first request is served at once, and searches check their
-    // hits against the files anyway. The BPE table loads at the first
-    // memory pack, not here: it costs 25 MiB that a session may never need.
-    let background = Arc::clone(&memory);
-    let root = settings.data_dir.clone();
+    // server ran; an edit in between is seen by both. The first request is
+    // served at once, and searches check their hits against the files
+    // anyway. The BPE table loads at the first memory pack, not here: it
+    // costs 25 MiB that a session may never need.
+    let mut background = vec![(settings.own_dir(), Arc::clone(trees.own()))];
+    background.extend(trees.shared().map(|shared| (settings.data_dir.clone(), Arc::clone(shared))));
     std::thread::spawn(move || {
         // Let the client's handshake and first requests go first: on two
         // cores, walking a large store competes with them for the CPU.
         std::thread::sleep(std::time::Duration::from_millis(100));
-        crate::watch::spawn(root, Arc::clone(&background));
-        match background.reconcile() {
-            Ok(report) => tracing::info!(?report, "index reconciled"),
-            Err(error) => tracing::error!(%error, "index reconciliation failed"),
+        for (dir, memory) in background {
+            crate::watch::spawn(dir, Arc::clone(&memory));
+            match memory.reconcile() {
+                Ok(report) => tracing::info!(?report, "index reconciled"),
+                Err(error) => tracing::error!(%error, "index reconciliation failed"),
+            }
         }
     });
-    let server = MemtreeServer::new(memory, tools.as_deref())
+    let server = MemtreeServer::new(trees, tools.as_deref())
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
     let runtime = tokio::runtime::Builder::new_multi_thread()

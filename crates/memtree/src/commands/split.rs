@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::{MemoryError, parse_id_argument};
+use memtree_core::MemoryError;
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -17,7 +17,8 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", Some(&args.id))?;
+    let trees = super::open_trees(settings)?;
+    let target = trees.for_write("id", Some(&args.id))?;
     let mut plan = Vec::new();
     for entry in &args.into {
         let Some((child, headings)) = entry.split_once('=') else {
@@ -25,10 +26,10 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             return Err(MemoryError::InvalidArgument { argument: "into", what }.into());
         };
         let headings = headings.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect();
-        plan.push((parse_id_argument("into", Some(child.trim()))?, headings));
+        plan.push((trees.beside(&target, "into", child.trim())?, headings));
     }
     let plan = (!plan.is_empty()).then_some(plan);
-    let outcome = super::open_memory(settings)?.split_document(&id, plan.as_deref())?;
+    let outcome = target.memory.split_document(&target.id, plan.as_deref())?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
 }

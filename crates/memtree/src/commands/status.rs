@@ -8,7 +8,7 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let memory = super::open_memory(settings)?;
+    let memory = super::open_own(settings)?;
     let status = memory.status()?;
     let (index, usage) = memory.index_status()?;
     let fresh = memory.validate()?.findings.into_iter().find(|f| matches!(f, Finding::IndexOutOfDate { .. }));

@@ -14,11 +14,12 @@ struct Node {
 }
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let tree = super::open_memory(settings)?.tree()?;
+    let trees = super::open_trees(settings)?;
     if !settings.json {
-        super::print(&tree.render_yaml())?;
+        super::print(&trees.tree_yaml()?)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let tree = trees.own().tree()?;
     // Rebuild nesting from the pre-order outline without recursion.
     let mut stack: Vec<Node> = Vec::new();
     for entry in tree.outline() {

@@ -6,7 +6,7 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let report = super::open_memory(settings)?.validate()?;
+    let report = super::open_own(settings)?.validate()?;
     if settings.json {
         let findings: Vec<serde_json::Value> = report
             .findings

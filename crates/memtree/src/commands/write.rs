@@ -4,8 +4,6 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use memtree_core::parse_id_argument;
-
 use crate::cli::Failure;
 use crate::settings::Settings;
 
@@ -16,13 +14,13 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let id = parse_id_argument("id", args.id.as_deref())?;
+    let trees = super::open_trees(settings)?;
+    let target = trees.for_write("id", args.id.as_deref())?;
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes).map_err(anyhow::Error::from)?;
     let content =
         String::from_utf8(bytes).map_err(|_| Failure::User("Error: content: not valid UTF-8".to_owned()))?;
-    let memory = super::open_memory(settings)?;
-    let outcome = memory.update_document(&id, &content)?;
+    let outcome = target.memory.update_document(&target.id, &content)?;
     if settings.json {
         super::print_json(&serde_json::json!({ "created": outcome.created, "deleted": outcome.deleted }))?;
     } else {

@@ -1,0 +1,225 @@
+//! Namespaces (seed 002): an agent's own tree beside the shared one.
+//!
+//! Reads look in the agent's own tree first, then in the shared one;
+//! searches and memory packs rank both together, a document of the own tree
+//! hiding a shared one of the same id; writes go to the own tree unless the
+//! id names the shared one as `shared:<id>`. Each tree is a whole store with
+//! its own root, rules, lock and index: no link crosses between them.
+
+use std::sync::Arc;
+
+use crate::doc_id::DocId;
+use crate::error::{MemoryError, parse_id_argument};
+use crate::front_matter::Scope;
+use crate::index::Hit;
+use crate::memory::Memory;
+use crate::pack::{self, Pack};
+
+/// How an id argument names a document of the shared tree.
+pub const SHARED_PREFIX: &str = "shared:";
+
+/// The L0 index of the shared tree gets at least this many bytes, however
+/// much of the budget the own tree used.
+const SHARED_INDEX_FLOOR: usize = 512;
+
+/// The trees a server or command works on: its own, and the shared one
+/// when it runs in a namespace.
+pub struct Namespaced {
+    own: Arc<Memory>,
+    shared: Option<Arc<Memory>>,
+}
+
+/// A document an argument names, and the tree it is in.
+pub struct Target<'a> {
+    pub memory: &'a Memory,
+    pub id: DocId,
+    pub shared: bool,
+}
+
+impl Namespaced {
+    /// One tree: no namespace.
+    pub fn single(memory: Arc<Memory>) -> Namespaced {
+        Namespaced { own: memory, shared: None }
+    }
+
+    /// A namespace's own tree beside the shared one.
+    pub fn new(own: Arc<Memory>, shared: Arc<Memory>) -> Namespaced {
+        Namespaced { own, shared: Some(shared) }
+    }
+
+    /// The tree writes go to.
+    pub fn own(&self) -> &Arc<Memory> {
+        &self.own
+    }
+
+    /// The shared tree, when this is a namespace.
+    pub fn shared(&self) -> Option<&Arc<Memory>> {
+        self.shared.as_ref()
+    }
+
+    fn trees(&self) -> Vec<(&Memory, bool)> {
+        let mut trees = vec![(&*self.own, false)];
+        trees.extend(self.shared.as_deref().map(|s| (s, true)));
+        trees
+    }
+
+    /// `raw` without its `shared:` prefix, and whether it had one.
+    fn split(raw: Option<&str>) -> (Option<&str>, bool) {
+        match raw.and_then(|r| r.strip_prefix(SHARED_PREFIX)) {
+            Some(rest) => (Some(rest), true),
+            None => (raw, false),
+        }
+    }
+
+    fn target(&self, id: DocId, shared: bool) -> Target<'_> {
+        match (&self.shared, shared) {
+            (Some(memory), true) => Target { memory, id, shared: true },
+            _ => Target { memory: &self.own, id, shared: false },
+        }
+    }
+
+    /// The document a write names: in the own tree unless prefixed
+    /// `shared:`. Naming a document that only the shared tree has, without
+    /// the prefix, is an error that says how to name it.
+    pub fn for_write(&self, argument: &'static str, raw: Option<&str>) -> Result<Target<'_>, MemoryError> {
+        let (rest, prefixed) = Self::split(raw);
+        let id = parse_id_argument(argument, rest)?;
+        if let Some(shared) = &self.shared
+            && !prefixed
+            && !self.own.exists(&id)?
+            && shared.exists(&id)?
+        {
+            return Err(MemoryError::InvalidArgument {
+                argument,
+                what: format!(
+                    "{id} is in the shared tree, not yours; name it {SHARED_PREFIX}{id} to change it"
+                ),
+            });
+        }
+        Ok(self.target(id, prefixed))
+    }
+
+    /// The document a read names: the own tree's, else the shared tree's.
+    pub fn for_read(&self, argument: &'static str, raw: Option<&str>) -> Result<Target<'_>, MemoryError> {
+        let (rest, prefixed) = Self::split(raw);
+        let id = parse_id_argument(argument, rest)?;
+        let shared = match &self.shared {
+            Some(shared) if !prefixed => !self.own.exists(&id)? && shared.exists(&id)?,
+            _ => prefixed,
+        };
+        Ok(self.target(id, shared))
+    }
+
+    /// A second id of an operation on `target` (a new parent, a successor,
+    /// a new child): always in the same tree.
+    pub fn beside(
+        &self,
+        target: &Target<'_>,
+        argument: &'static str,
+        raw: &str,
+    ) -> Result<DocId, MemoryError> {
+        let (rest, prefixed) = Self::split(Some(raw));
+        if prefixed && !target.shared && self.shared.is_some() {
+            return Err(MemoryError::InvalidArgument {
+                argument,
+                what: format!("{raw} is in the shared tree; {} is in yours", target.id),
+            });
+        }
+        parse_id_argument(argument, rest)
+    }
+
+    /// Ranked passages of both trees; `under` limits the search to one
+    /// document's subtree, in the tree it names.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        scope: Option<Scope>,
+        under: Option<&str>,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        match under {
+            Some(raw) => {
+                let target = self.for_read("under", Some(raw))?;
+                let mut hits = target.memory.search(query, limit, scope, Some(&target.id))?;
+                hits.iter_mut().for_each(|h| h.shared = target.shared);
+                Ok(hits)
+            }
+            None => search(&self.trees(), query, limit, scope),
+        }
+    }
+
+    /// A memory pack drawn from both trees.
+    pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
+        recall(&self.trees(), task, budget, scope)
+    }
+
+    /// The L0 index of the own tree, then of the shared one in what is left
+    /// of the budget.
+    pub fn l0_index(&self) -> Result<String, MemoryError> {
+        let own = self.own.l0_index(None)?;
+        let Some(shared) = &self.shared else { return Ok(own) };
+        let room = self.own.index_budget().saturating_sub(own.len()).max(SHARED_INDEX_FLOOR);
+        let shared = shared.l0_index(Some(room))?;
+        Ok(format!("{own}Shared tree (name its ids {SHARED_PREFIX}<id>):\n{shared}"))
+    }
+
+    /// The tree as YAML; in a namespace, a second YAML document holds the
+    /// shared tree.
+    pub fn tree_yaml(&self) -> Result<String, MemoryError> {
+        let own = self.own.tree()?.render_yaml();
+        let Some(shared) = &self.shared else { return Ok(own) };
+        let shared = shared.tree()?.render_yaml();
+        Ok(format!("{own}--- # the shared tree: name its ids {SHARED_PREFIX}<id>\n{shared}"))
+    }
+}
+
+/// Ranked passages of several trees (the own one first): one ranking, own
+/// documents first at equal score, a shared document hidden by an own one of
+/// the same id.
+pub(crate) fn search(
+    trees: &[(&Memory, bool)],
+    query: &str,
+    limit: usize,
+    scope: Option<Scope>,
+) -> Result<Vec<Hit>, MemoryError> {
+    let [(own, _), others @ ..] = trees else { return Ok(Vec::new()) };
+    let mut hits = own.search(query, limit, scope, None)?;
+    for (memory, shared) in others {
+        for mut hit in memory.search(query, limit, scope, None)? {
+            if hit.id.is_root() || !own.exists(&hit.id)? {
+                hit.shared = *shared;
+                hits.push(hit);
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(limit.clamp(1, 50));
+    Ok(hits)
+}
+
+/// A memory pack for a task from several trees (the own one first), within
+/// `budget` tokens; logs the use of every document it draws on.
+pub(crate) fn recall(
+    trees: &[(&Memory, bool)],
+    task: &str,
+    budget: usize,
+    scope: Option<Scope>,
+) -> Result<Pack, MemoryError> {
+    let Some((own, _)) = trees.first() else { return Err(MemoryError::NoIndex) };
+    let tokens = own.tokens()?;
+    if !(50..=100_000).contains(&budget) {
+        return Err(MemoryError::InvalidArgument {
+            argument: "budget",
+            what: format!("{budget} tokens; give 50 to 100000"),
+        });
+    }
+    if task.trim().is_empty() {
+        return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
+    }
+    let hits = search(trees, task, 40, scope)?;
+    let pack = pack::assemble(&hits, budget, tokens);
+    for (memory, shared) in trees {
+        memory.record_use(&pack.documents(*shared))?;
+    }
+    Ok(pack)
+}
