@@ -371,15 +371,21 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
     the documents are the source of truth. With `include_meta`, the journal,
     trash, lock and temporary files are compared too, but not the search
     index (`index.sqlite*`), which a server's background indexing touches.
+    The history repository (`.git/`, and its queue `.memtree/history*`) is
+    left out too: a server commits in the background; test_history.py
+    checks it.
     """
     out: dict[str, bytes] = {}
     if not store.exists():
         return out
     for p in sorted(store.rglob("*")):
         rel = p.relative_to(store).as_posix()
-        if not include_meta and (rel == META or rel.startswith(META + "/")):
+        parts = rel.split("/")
+        if ".git" in parts or (not include_meta and META in parts):
+            continue  # (namespace trees, `@NAME/`, have their own)
+        if META in parts and parts[parts.index(META) + 1 :][:1] in (["index.sqlite"], ["history"], ["history.lock"]):
             continue
-        if rel.startswith(META + "/index.sqlite"):
+        if any(part.startswith("index.sqlite") for part in parts):
             continue
         if p.is_file() or p.is_symlink():
             out[rel] = p.read_bytes()

@@ -18,7 +18,9 @@ from helpers import (
 )
 
 SEED_TOOLS = {"read_document", "update_document", "get_document_tree"}
-TOOLS = SEED_TOOLS | {"edit_document", "move_document", "remember", "lifecycle", "split_document", "search", "recall"}
+TOOLS = SEED_TOOLS | {
+    "edit_document", "move_document", "remember", "lifecycle", "split_document", "search", "recall", "history", "restore",
+}
 
 
 def _check_tool_schemas(tools: dict[str, dict]) -> None:
@@ -28,12 +30,12 @@ def _check_tool_schemas(tools: dict[str, dict]) -> None:
         assert t["inputSchema"]["type"] == "object", name
 
     read = tools["read_document"]["inputSchema"]
-    assert set(read.get("properties", {})) == {"id", "section"}
+    assert set(read.get("properties", {})) == {"id", "section", "version"}
     assert "id" not in read.get("required", [])
     assert "string" in _types(read["properties"]["id"])
 
     upd = tools["update_document"]["inputSchema"]
-    assert set(upd.get("properties", {})) == {"id", "content"}
+    assert set(upd.get("properties", {})) == {"id", "content", "base"}
     assert upd.get("required", []) == ["content"]
     assert "string" in _types(upd["properties"]["id"])
     assert _types(upd["properties"]["content"]) == ["string"]
@@ -47,7 +49,7 @@ def _check_tool_schemas(tools: dict[str, dict]) -> None:
     assert search.get("required", []) == ["query"]
 
     edit = tools["edit_document"]["inputSchema"]
-    assert set(edit.get("properties", {})) == {"id", "old", "new", "section"}
+    assert set(edit.get("properties", {})) == {"id", "old", "new", "section", "base"}
     assert sorted(edit.get("required", [])) == ["id", "new"]
 
     recall = tools["recall"]["inputSchema"]

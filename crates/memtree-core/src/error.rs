@@ -7,6 +7,7 @@
 
 use crate::doc_id::{DocId, IdError};
 use crate::front_matter::{FrontMatterError, Scope, Status};
+use crate::history::HistoryError;
 use crate::index::IndexError;
 use crate::storage::StorageError;
 
@@ -34,8 +35,15 @@ pub enum MemoryError {
     Index(#[from] IndexError),
     #[error("this store is served without a search index")]
     NoIndex,
+    #[error("{0}")]
+    History(#[from] HistoryError),
+    #[error("history is off (MEMTREE_HISTORY=off); deleted documents are in .memtree/trash/")]
+    NoHistory,
     #[error("{what}")]
     InvalidArgument { argument: &'static str, what: String },
+    /// A write based on an older version changed sections that changed since.
+    #[error("conflict")]
+    Conflict { sections: Vec<String> },
 }
 
 /// Why a link to an existing document breaks the tree.
@@ -61,12 +69,22 @@ impl MemoryError {
             | MemoryError::TooLarge { .. } => "content",
             MemoryError::Storage(_) => "storage",
             MemoryError::Index(_) | MemoryError::NoIndex => "index",
+            MemoryError::History(HistoryError::UnknownVersion(_)) => "version",
+            MemoryError::History(_) | MemoryError::NoHistory => "history",
             MemoryError::InvalidArgument { argument, .. } => argument,
+            MemoryError::Conflict { .. } => "version",
         }
     }
 
     /// The optional second line.
     pub fn detail(&self) -> Option<String> {
+        if let MemoryError::Conflict { sections } = self {
+            return Some(if sections.is_empty() {
+                "the document changed since that version, which is not in history; read it again".to_owned()
+            } else {
+                format!("changed since that version, differently: {}; read it again", sections.join(", "))
+            });
+        }
         let MemoryError::CrossTree { link, reason } = self else {
             return None;
         };
@@ -84,7 +102,13 @@ impl MemoryError {
     /// Whether the caller can fix it (a user error), as opposed to a fault of
     /// the store or the machine.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, MemoryError::Storage(_) | MemoryError::Index(_) | MemoryError::NoIndex)
+        !matches!(
+            self,
+            MemoryError::Storage(_)
+                | MemoryError::Index(_)
+                | MemoryError::NoIndex
+                | MemoryError::History(HistoryError::Backend(_))
+        )
     }
 
     /// The full text an agent or a CLI user sees.

@@ -9,10 +9,12 @@ pub mod date;
 pub mod doc_id;
 pub mod error;
 pub mod front_matter;
+pub mod history;
 pub mod index;
 pub mod l0;
 pub mod links;
 pub mod memory;
+pub mod merge;
 pub mod namespace;
 pub mod pack;
 pub mod remember;
@@ -25,7 +27,9 @@ pub use error::{
     CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
 };
 pub use front_matter::Scope;
+pub use history::{History, HistoryError, Version};
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
+pub use memory::Restored;
 pub use memory::{
     DocumentInfo, Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered,
     SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,

@@ -15,14 +15,20 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod versions;
+
+pub use versions::Restored;
+
 use crate::conflicts;
 use crate::date::civil_date;
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter, Scope, Status};
+use crate::history::History;
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::l0;
 use crate::links::{self, InvalidLink, parse_links};
+use crate::merge;
 use crate::namespace;
 use crate::pack::Pack;
 use crate::remember;
@@ -69,6 +75,9 @@ pub struct UpdateOutcome {
     /// The document outgrew the split threshold: what to do about it, or
     /// what was done.
     pub split: Option<String>,
+    /// The write was based on an older version and merged with what changed
+    /// since: the sections kept from those changes.
+    pub merged: Option<Vec<String>>,
 }
 
 impl UpdateOutcome {
@@ -81,6 +90,14 @@ impl UpdateOutcome {
         }
         if !self.deleted.is_empty() {
             out.push_str(&format!("\nDeleted: {}", join(&self.deleted)));
+        }
+        match self.merged.as_deref() {
+            Some([]) => out.push_str("\nMerged: the document had changed since your version, in agreement"),
+            Some(kept) => out.push_str(&format!(
+                "\nMerged: the document had changed since your version; kept those changes to {}",
+                kept.join(", ")
+            )),
+            None => {}
         }
         if let Some(split) = &self.split {
             out.push('\n');
@@ -380,6 +397,7 @@ pub struct Memory {
     storage: Arc<dyn Storage>,
     index: Option<Arc<dyn Index>>,
     tokens: Option<Arc<dyn TokenCounter>>,
+    history: Option<Arc<dyn History>>,
     settings: MemorySettings,
     writer: Mutex<()>,
     cache: Mutex<TreeCache>,
@@ -401,6 +419,7 @@ impl Memory {
             storage,
             index: None,
             tokens: None,
+            history: None,
             settings,
             writer: Mutex::new(()),
             cache: Mutex::default(),
@@ -419,18 +438,33 @@ impl Memory {
         self
     }
 
+    /// Records every change from now on in `history`.
+    pub fn with_history(mut self, history: Arc<dyn History>) -> Memory {
+        self.history = Some(history);
+        self
+    }
+
     /// The document's Markdown as stored; a superseded document's text is
     /// preceded by one line naming the document that replaces it.
     pub fn read_document(&self, id: &DocId) -> Result<String, MemoryError> {
+        Ok(self.read_versioned(id)?.0)
+    }
+
+    /// [`Memory::read_document`] and the version of the stored text, to
+    /// base a later write on.
+    pub fn read_versioned(&self, id: &DocId) -> Result<(String, String), MemoryError> {
         self.restore_invariants()?;
         let text = self.read_existing(id)?;
+        let version = merge::version(&text);
         let successor = front_matter::split(&text)
             .yaml
             .and_then(|y| FrontMatter::parse(y).ok())
             .and_then(|fm| fm.superseded_by);
         Ok(match successor {
-            Some(new) => format!("> Superseded by {new}: read that for the current version.\n\n{text}"),
-            None => text,
+            Some(new) => {
+                (format!("> Superseded by {new}: read that for the current version.\n\n{text}"), version)
+            }
+            None => (text, version),
         })
     }
 
@@ -438,17 +472,74 @@ impl Memory {
     /// name and pruning the subtrees of the links it dropped. Content
     /// without a front-matter block keeps the stored block.
     pub fn update_document(&self, id: &DocId, content: &str) -> Result<UpdateOutcome, MemoryError> {
+        self.update_based(id, content, None)
+    }
+
+    /// [`Memory::update_document`] for content written from version `base`
+    /// of the document (see [`merge::version`]): when the document changed
+    /// since, the two are merged by section, or refused with
+    /// `Error: version: conflict` when both changed the same section.
+    pub fn update_based(
+        &self,
+        id: &DocId,
+        content: &str,
+        base: Option<&str>,
+    ) -> Result<UpdateOutcome, MemoryError> {
         let limit = self.settings.max_document_bytes;
         if content.len() > limit {
             return Err(MemoryError::TooLarge { len: content.len(), limit });
         }
-        let outcome = self.rewrite(id, &format!("update {id}"), |old_text| {
+        let keep_block = |old_text: &str| {
             Ok(match (front_matter::split(content).block, front_matter::split(old_text).block) {
                 (None, Some(block)) => format!("{block}{content}"),
                 _ => content.to_owned(),
             })
+        };
+        let mut merged = None;
+        let mut outcome = self.rewrite(id, &format!("update {id}"), |old_text| {
+            self.based_on(id, base, old_text, keep_block, &mut merged)
         })?;
+        outcome.merged = merged;
         self.after_growth(id, outcome)
+    }
+
+    /// `make` applied to the stored text, or, for a write based on an older
+    /// version, to that version's text (from history) and merged with what
+    /// changed since.
+    fn based_on(
+        &self,
+        id: &DocId,
+        base: Option<&str>,
+        stored: &str,
+        make: impl Fn(&str) -> Result<String, MemoryError>,
+        merged: &mut Option<Vec<String>>,
+    ) -> Result<String, MemoryError> {
+        let Some(base) = base.filter(|b| *b != merge::version(stored)) else {
+            return make(stored);
+        };
+        let Some(base_text) = self.text_of_version(id, base)? else {
+            return Err(MemoryError::Conflict { sections: vec![] });
+        };
+        let mine = make(&base_text)?;
+        let done =
+            merge::merge(&base_text, stored, &mine).map_err(|sections| MemoryError::Conflict { sections })?;
+        *merged = Some(done.theirs);
+        Ok(done.text)
+    }
+
+    /// The document's text in the version whose hash is `version`, looked
+    /// up in its history.
+    fn text_of_version(&self, id: &DocId, version: &str) -> Result<Option<String>, MemoryError> {
+        let Some(history) = &self.history else { return Ok(None) };
+        history.flush(Some(&[]))?;
+        for v in history.log(Some(id), 200)?.iter().filter(|v| v.present) {
+            if let Some(text) = history.read_at(&v.version, id)?
+                && merge::version(&text) == version
+            {
+                return Ok(Some(text));
+            }
+        }
+        Ok(None)
     }
 
     /// Applies the split policy to a document a write just changed.
@@ -481,7 +572,22 @@ impl Memory {
     /// Changes part of a document, under the same rules and with the same
     /// answer as [`Memory::update_document`].
     pub fn edit_document(&self, id: &DocId, edit: &Edit) -> Result<UpdateOutcome, MemoryError> {
-        let outcome = self.rewrite(id, &format!("edit {id}"), |old_text| edit.apply(id, old_text))?;
+        self.edit_based(id, edit, None)
+    }
+
+    /// [`Memory::edit_document`] from version `base`, merged as
+    /// [`Memory::update_based`] does.
+    pub fn edit_based(
+        &self,
+        id: &DocId,
+        edit: &Edit,
+        base: Option<&str>,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        let mut merged = None;
+        let mut outcome = self.rewrite(id, &format!("edit {id}"), |old_text| {
+            self.based_on(id, base, old_text, |text| edit.apply(id, text), &mut merged)
+        })?;
+        outcome.merged = merged;
         self.after_growth(id, outcome)
     }
 
@@ -540,8 +646,7 @@ impl Memory {
             deletes: vec![],
             label: format!("move {id} from {old_parent} to {new_parent}"),
         };
-        self.storage.apply(&change)?;
-        self.index_change(&change);
+        self.commit(&change)?;
         Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() })
     }
 
@@ -726,8 +831,7 @@ impl Memory {
         }
         puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
         let change = Change { puts, deletes: vec![], label: format!("split {id}") };
-        self.storage.apply(&change)?;
-        self.index_change(&change);
+        self.commit(&change)?;
         Ok(SplitOutcome { children: children.into_iter().map(|(c, _, _)| c).collect(), created: templates })
     }
 
@@ -865,9 +969,22 @@ impl Memory {
         label: &str,
         make: impl FnOnce(&str) -> Result<String, MemoryError>,
     ) -> Result<UpdateOutcome, MemoryError> {
-        let limit = self.settings.max_document_bytes;
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
+        self.rewrite_locked(id, label, make, &HashMap::new())
+    }
+
+    /// [`Memory::rewrite`] with the locks held; a new link whose id is in
+    /// `restored` gets that text instead of a title, and the rest of
+    /// `restored` (its subtree) comes back with it.
+    fn rewrite_locked(
+        &self,
+        id: &DocId,
+        label: &str,
+        make: impl FnOnce(&str) -> Result<String, MemoryError>,
+        restored: &HashMap<DocId, String>,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        let limit = self.settings.max_document_bytes;
         let old_text = self.read_existing(id)?;
         let text = make(&old_text)?;
         if text.len() > limit {
@@ -911,11 +1028,19 @@ impl Memory {
         let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_set)? };
 
         let mut puts = vec![(id.clone(), text)];
-        puts.extend(created.iter().map(|c| (c.clone(), format!("# {c}\n\n"))));
+        puts.extend(
+            created.iter().map(|c| (c.clone(), restored.get(c).cloned().unwrap_or(format!("# {c}\n\n")))),
+        );
+        let mut below: Vec<(DocId, String)> = restored
+            .iter()
+            .filter(|(r, _)| !created.contains(r))
+            .map(|(r, t)| (r.clone(), t.clone()))
+            .collect();
+        below.sort();
+        puts.extend(below);
         let change = Change { puts, deletes: deleted.clone(), label: label.to_owned() };
-        self.storage.apply(&change)?;
-        self.index_change(&change);
-        Ok(UpdateOutcome { created, deleted, split: None })
+        self.commit(&change)?;
+        Ok(UpdateOutcome { created, deleted, split: None, merged: None })
     }
 
     /// The whole tree as it is now on storage.
@@ -1218,7 +1343,8 @@ impl Memory {
     /// Indexes documents again from their stored text where the file's
     /// stamp differs from the indexed one (the gone ones are removed): those
     /// a file watcher saw change, which include memtree's own writes.
-    pub fn reindex_changed(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+    /// Returns the ids indexed again: those another program changed.
+    pub fn reindex_changed(&self, ids: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
         let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
         let mut changed = Vec::new();
         for id in ids {
@@ -1226,7 +1352,8 @@ impl Memory {
                 changed.push(id.clone());
             }
         }
-        self.refresh(&changed)
+        self.refresh(&changed)?;
+        Ok(changed)
     }
 
     /// Index size and pack usage, for `status`.
@@ -1251,6 +1378,22 @@ impl Memory {
         }
         index.upsert(&docs)?;
         index.remove(&gone)?;
+        Ok(())
+    }
+
+    /// Applies a checked change: durably, then into history and the index.
+    /// The caller holds the exclusive lock, so history records are in
+    /// write order. A change is acknowledged once durable: a history or
+    /// index failure is logged, and the next scan or reconciliation
+    /// repairs it (history then records it as changed outside memtree).
+    fn commit(&self, change: &Change) -> Result<(), MemoryError> {
+        self.storage.apply(change)?;
+        if let Some(history) = &self.history
+            && let Err(error) = history.record(change)
+        {
+            tracing::error!(%error, label = %change.label, "recording history failed");
+        }
+        self.index_change(change);
         Ok(())
     }
 
@@ -1301,7 +1444,7 @@ impl Memory {
         }
         if self.storage.stamp(&DocId::root())?.is_none() {
             tracing::info!("creating root from the template");
-            self.storage.apply(&Change {
+            self.commit(&Change {
                 puts: vec![(DocId::root(), self.settings.root_template.clone())],
                 deletes: vec![],
                 label: "create root".to_owned(),

@@ -297,6 +297,9 @@ pub struct TopSections {
     pub preamble: String,
     /// `(heading text, body under the heading)`.
     pub sections: Vec<(String, String)>,
+    /// Each section's whole text, heading line included: with the
+    /// preamble, they make up the body exactly.
+    pub raw: Vec<String>,
 }
 
 pub fn top_sections(body: &str) -> TopSections {
@@ -305,7 +308,7 @@ pub fn top_sections(body: &str) -> TopSections {
     let titles = heads.iter().filter(|h| h.level == HeadingLevel::H1).count();
     let level = heads.iter().map(|h| h.level).filter(|l| titles != 1 || *l != HeadingLevel::H1).min();
     let Some(level) = level else {
-        return TopSections { preamble: body.to_owned(), sections: vec![] };
+        return TopSections { preamble: body.to_owned(), sections: vec![], raw: vec![] };
     };
     let tops: Vec<&Heading> = heads.iter().filter(|h| h.level == level).collect();
     let preamble = body[..tops.first().map_or(body.len(), |h| h.start)].to_owned();
@@ -319,7 +322,12 @@ pub fn top_sections(body: &str) -> TopSections {
             (h.text.clone(), body[body_start.max(h.end).min(end)..end].to_owned())
         })
         .collect();
-    TopSections { preamble, sections }
+    let raw = tops
+        .iter()
+        .enumerate()
+        .map(|(i, h)| body[h.start..tops.get(i + 1).map_or(body.len(), |n| n.start)].to_owned())
+        .collect();
+    TopSections { preamble, sections, raw }
 }
 
 #[cfg(test)]
@@ -330,6 +338,7 @@ mod top_section_tests {
     fn cuts_below_the_title_and_keeps_subsections_inside() {
         let got = top_sections("# Doc\nintro\n## A\na1\n### A.1\na2\n## B\nb\n");
         assert_eq!(got.preamble, "# Doc\nintro\n");
+        assert_eq!(got.raw, ["## A\na1\n### A.1\na2\n", "## B\nb\n"]);
         assert_eq!(
             got.sections,
             vec![("A".to_owned(), "a1\n### A.1\na2\n".to_owned()), ("B".to_owned(), "b\n".to_owned())]

@@ -4,7 +4,11 @@
 //! what MCP 2025-11-25 asks for input validation) instead of a serde message.
 //!
 //! Tool inputs here are flat objects of strings, so the check covers what
-//! such a schema can say: known names, required names, JSON types.
+//! such a schema can say: known names, required names, JSON types. An
+//! optional argument may be `null`, meaning absent.
+//!
+//! [`compact_schema`] shrinks the schemas schemars generates to what a
+//! client needs, since every client pays for `tools/list` in every session.
 
 use rmcp::model::{JsonObject, Tool};
 use serde_json::Value;
@@ -16,7 +20,17 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
     let known = || properties.map(|p| p.keys().cloned().collect::<Vec<_>>().join(", ")).unwrap_or_default();
     let empty = JsonObject::new();
     let arguments = arguments.unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     for (name, value) in arguments {
+        if value.is_null() && !required.contains(&name.as_str()) {
+            continue;
+        }
         let Some(property) = properties.and_then(|p| p.get(name)) else {
             let expected = match known() {
                 k if k.is_empty() => "this tool takes no arguments".to_owned(),
@@ -37,12 +51,48 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
             }
         }
     }
-    for required in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(name) = required.as_str().filter(|n| !arguments.contains_key(*n)) {
-            return Err(format!("Error: {name}: missing (required)"));
-        }
+    if let Some(name) = required.into_iter().find(|n| !arguments.contains_key(*n)) {
+        return Err(format!("Error: {name}: missing (required)"));
     }
     Ok(())
+}
+
+/// The schema without what a client can do without: `$schema` (MCP's
+/// default dialect is the one schemars writes), `format` and `minimum`
+/// annotations, and `null` in the types of optional arguments (leaving an
+/// argument out says the same).
+pub fn compact_schema(schema: &JsonObject) -> JsonObject {
+    let mut out = JsonObject::new();
+    for (key, value) in schema {
+        match (key.as_str(), value) {
+            ("$schema" | "format" | "minimum", _) => {}
+            ("type", Value::Array(types)) => {
+                let types: Vec<&Value> = types.iter().filter(|t| t.as_str() != Some("null")).collect();
+                out.insert(
+                    key.clone(),
+                    if types.len() == 1 {
+                        types[0].clone()
+                    } else {
+                        Value::from_iter(types.into_iter().cloned())
+                    },
+                );
+            }
+            ("properties", Value::Object(properties)) => {
+                let properties = properties.iter().map(|(name, property)| match property {
+                    Value::Object(p) => (name.clone(), Value::Object(compact_schema(p))),
+                    other => (name.clone(), other.clone()),
+                });
+                out.insert(key.clone(), Value::Object(properties.collect()));
+            }
+            (_, Value::Object(inner)) => {
+                out.insert(key.clone(), Value::Object(compact_schema(inner)));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    out
 }
 
 fn json_type(value: &Value) -> &'static str {

@@ -35,6 +35,8 @@ pub const TOOL_NAMES: &[&str] = &[
     "get_document_tree",
     "search",
     "recall",
+    "history",
+    "restore",
 ];
 
 /// The L0 index as an MCP resource.
@@ -69,6 +71,8 @@ pub struct ReadDocumentArgs {
     pub id: Option<String>,
     /// Only this section (heading text).
     pub section: Option<String>,
+    /// Also answer the version, to pass as a write's base.
+    pub version: Option<bool>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -81,6 +85,8 @@ pub struct EditDocumentArgs {
     pub new: String,
     /// Replace this section's body instead (heading text).
     pub section: Option<String>,
+    /// The version this edit is based on.
+    pub base: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -90,6 +96,25 @@ pub struct UpdateDocumentArgs {
     pub id: Option<String>,
     /// The whole new Markdown.
     pub content: String,
+    /// The version read; a document changed since is merged by section or refused.
+    pub base: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// Document id; default: every change.
+    pub id: Option<String>,
+    /// Most versions; default 20.
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreArgs {
+    pub id: String,
+    /// From history; default: before the last change.
+    pub version: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -193,6 +218,9 @@ impl MemtreeServer {
     /// A server exposing `tools` (all of [`TOOL_NAMES`] when `None`).
     pub fn new(trees: Arc<Namespaced>, tools: Option<&[String]>) -> Result<MemtreeServer, UnknownTool> {
         let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
+        }
         if let Some(wanted) = tools {
             if let Some(unknown) = wanted.iter().find(|t| !TOOL_NAMES.contains(&t.as_str())) {
                 return Err(UnknownTool(unknown.clone()));
@@ -215,12 +243,20 @@ impl MemtreeServer {
     where
         F: FnOnce(&Namespaced) -> Result<String, MemoryError> + Send + 'static,
     {
+        self.run_blocks(move |trees| call(trees).map(|text| vec![text])).await
+    }
+
+    /// [`MemtreeServer::run`] for an answer of several text blocks.
+    async fn run_blocks<F>(&self, call: F) -> Result<CallToolResult, ErrorData>
+    where
+        F: FnOnce(&Namespaced) -> Result<Vec<String>, MemoryError> + Send + 'static,
+    {
         let trees = Arc::clone(&self.trees);
         let result = tokio::task::spawn_blocking(move || call(&trees))
             .await
             .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
         Ok(match result {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Ok(texts) => CallToolResult::success(texts.into_iter().map(ContentBlock::text).collect()),
             Err(error) => {
                 if !error.is_user_error() {
                     tracing::error!(%error, "tool call failed");
@@ -238,12 +274,20 @@ impl MemtreeServer {
         &self,
         Parameters(args): Parameters<ReadDocumentArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |m| {
+        self.run_blocks(move |m| {
             let t = m.for_read("id", args.id.as_deref())?;
-            match args.section.as_deref() {
-                Some(section) => t.memory.read_section(&t.id, section),
-                None => t.memory.read_document(&t.id),
+            let (text, version) = t.memory.read_versioned(&t.id)?;
+            let text = match args.section.as_deref() {
+                Some(section) => t.memory.read_section(&t.id, section)?,
+                None => text,
+            };
+            // The version is a second block, so the first stays the
+            // document exactly.
+            let mut blocks = vec![text];
+            if args.version == Some(true) {
+                blocks.push(format!("version: {version}"));
             }
+            Ok(blocks)
         })
         .await
     }
@@ -266,7 +310,7 @@ impl MemtreeServer {
                     });
                 }
             };
-            Ok(t.memory.edit_document(&t.id, &edit)?.report())
+            Ok(t.memory.edit_based(&t.id, &edit, args.base.as_deref())?.report())
         })
         .await
     }
@@ -280,13 +324,13 @@ impl MemtreeServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let t = m.for_write("id", args.id.as_deref())?;
-            Ok(t.memory.update_document(&t.id, &args.content)?.report())
+            Ok(t.memory.update_based(&t.id, &args.content, args.base.as_deref())?.report())
         })
         .await
     }
 
-    #[tool(description = "Find what memory says about a query (plain words or a question): ranked passages \
-                          as [id#heading] score · path, with the matching lines.")]
+    #[tool(description = "Find what memory says (plain words or a question): ranked passages \
+                          [id#heading] score · path, with the matching lines.")]
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let scope = parse_scope_argument(args.scope.as_deref())?;
@@ -335,8 +379,8 @@ impl MemtreeServer {
         .await
     }
 
-    #[tool(description = "Deprecate, reactivate, supersede, re-scope, re-prioritise or set the expiry of a \
-                          document, saying why. Stale memory leaves search and packs, not the tree.")]
+    #[tool(description = "Deprecate, reactivate, supersede, re-scope, re-prioritise or expire a document, \
+                          saying why. Stale memory leaves search and packs, not the tree.")]
     async fn lifecycle(
         &self,
         Parameters(args): Parameters<LifecycleArgs>,
@@ -389,6 +433,33 @@ impl MemtreeServer {
             let t = m.for_write("id", Some(&args.id))?;
             let new_parent = m.beside(&t, "new_parent", &args.new_parent)?;
             Ok(t.memory.move_document(&t.id, &new_parent)?.report())
+        })
+        .await
+    }
+
+    #[tool(description = "Versions in which a document changed, newest first: version, time, what and why.")]
+    async fn history(&self, Parameters(args): Parameters<HistoryArgs>) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let limit = args.limit.map_or(20, |l| l as usize);
+            let versions = match args.id.as_deref() {
+                Some(raw) => {
+                    let t = m.for_read("id", Some(raw))?;
+                    t.memory.history(Some(&t.id), limit)?
+                }
+                None => m.own().history(None, limit)?,
+            };
+            Ok(memtree_core::history::render(&versions))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Bring back a document as it was in a version, or a deleted subtree under its old parent."
+    )]
+    async fn restore(&self, Parameters(args): Parameters<RestoreArgs>) -> Result<CallToolResult, ErrorData> {
+        self.run(move |m| {
+            let t = m.for_write("id", Some(&args.id))?;
+            Ok(t.memory.restore(&t.id, args.version.as_deref())?.report())
         })
         .await
     }

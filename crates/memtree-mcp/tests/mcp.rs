@@ -49,11 +49,13 @@ async fn lists_the_tools_within_the_budgets() {
         [
             "edit_document",
             "get_document_tree",
+            "history",
             "lifecycle",
             "move_document",
             "read_document",
             "recall",
             "remember",
+            "restore",
             "search",
             "split_document",
             "update_document"
@@ -100,7 +102,7 @@ async fn malformed_arguments_get_spec_form_errors() {
         (
             "read_document",
             serde_json::json!({ "id": "root", "bogus": 1 }),
-            "Error: bogus: unknown argument (expected one of: id, section)",
+            "Error: bogus: unknown argument (expected one of: id, section, version)",
         ),
         ("read_document", serde_json::json!({ "id": 5 }), "Error: id: expected string, got integer"),
         ("update_document", serde_json::json!({ "id": "root" }), "Error: content: missing (required)"),
@@ -128,7 +130,7 @@ async fn tools_option_narrows_the_surface() {
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
     assert!(MemtreeServer::new(Arc::new(Namespaced::single(memory)), Some(&["nope".to_owned()])).is_err());
-    assert_eq!(TOOL_NAMES.len(), 10);
+    assert_eq!(TOOL_NAMES.len(), 12);
 }
 
 #[tokio::test]

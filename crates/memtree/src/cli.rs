@@ -46,6 +46,10 @@ enum Command {
     Search(commands::search::Args),
     /// A memory pack for a task, within a token budget
     Query(commands::query::Args),
+    /// The versions in which a document (or anything) changed, newest first
+    History(commands::history::Args),
+    /// Bring back an earlier version of a document, or a pruned subtree
+    Restore(commands::restore::Args),
     /// Rebuild the search index from the documents
     Reindex,
     /// Check the tree rules, orphans, unreadable files and the journal
@@ -93,6 +97,8 @@ pub fn main() -> ExitCode {
             Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
             Command::Query(args) => commands::query::run(&settings, args),
+            Command::History(args) => commands::history::run(&settings, args),
+            Command::Restore(args) => commands::restore::run(&settings, args),
             Command::Reindex => commands::reindex::run(&settings),
             Command::Validate => commands::validate::run(&settings),
             Command::Status => commands::status::run(&settings),

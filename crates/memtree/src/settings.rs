@@ -33,6 +33,8 @@ pub mod env {
     pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
     /// The agent's namespace: its own tree beside the shared one.
     pub const NAMESPACE: &str = "MEMTREE_NAMESPACE";
+    /// `off` turns version history (a git repository in the store) off.
+    pub const HISTORY: &str = "MEMTREE_HISTORY";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -70,6 +72,8 @@ pub struct Settings {
     pub tokenizer: String,
     /// The agent's namespace, if any: its tree is `@NAME/` in the data folder.
     pub namespace: Option<DocId>,
+    /// Whether every change is committed to the store's git repository.
+    pub history: bool,
     pub fault: Option<Fault>,
     pub json: bool,
 }
@@ -124,7 +128,12 @@ impl Settings {
                     .with_context(|| format!("invalid namespace {name:?}: use letters, digits, _ and -"))?,
             ),
         };
-        Ok(Settings { data_dir, memory, tokenizer, namespace, fault, json: args.json })
+        let history = match var(env::HISTORY).as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => anyhow::bail!("{}={other:?} is not on or off", env::HISTORY),
+        };
+        Ok(Settings { data_dir, memory, tokenizer, namespace, history, fault, json: args.json })
     }
 
     /// The folder of the tree writes go to: the data folder, or in a

@@ -62,10 +62,17 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>) {
                         }
                     }
                 }
+                // What another program changed is indexed again and
+                // committed to history as changed outside memtree.
                 let outcome = if rescan {
-                    memory.reconcile().map(drop)
+                    memory.reconcile().and_then(|_| memory.flush_history(None))
                 } else {
-                    memory.reindex_changed(&ids.into_iter().collect::<Vec<_>>())
+                    memory.reindex_changed(&ids.into_iter().collect::<Vec<_>>()).and_then(|outside| {
+                        match outside.is_empty() {
+                            true => Ok(()),
+                            false => memory.flush_history(Some(&outside)),
+                        }
+                    })
                 };
                 if let Err(error) = outcome {
                     tracing::warn!(%error, "indexing changed files failed");

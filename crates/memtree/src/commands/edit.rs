@@ -21,6 +21,9 @@ pub struct Args {
     /// Replace this section's body with stdin
     #[arg(long)]
     section: Option<String>,
+    /// The version the edit is based on (`read --json`)
+    #[arg(long, value_name = "VERSION")]
+    base: Option<String>,
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
@@ -40,7 +43,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             return Err(MemoryError::InvalidArgument { argument: "old", what }.into());
         }
     };
-    let outcome = target.memory.edit_document(&target.id, &edit)?;
+    let outcome = target.memory.edit_based(&target.id, &edit, args.base.as_deref())?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand: its `Args` and its `run`.
 
 pub mod edit;
+pub mod history;
 pub mod index;
 pub mod lifecycle;
 pub mod ls;
@@ -9,6 +10,7 @@ pub mod query;
 pub mod read;
 pub mod reindex;
 pub mod remember;
+pub mod restore;
 pub mod search;
 pub mod serve;
 pub mod split;
@@ -23,34 +25,42 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use memtree_core::{Memory, Namespaced};
+use memtree_history::{Commit, GitHistory};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_store::LocalStorage;
 
 use crate::settings::Settings;
 
 /// Opens the store in `dir`, creating it on first use, with its search
-/// index (`.memtree/index.sqlite`).
-fn open_store(dir: &Path, settings: &Settings) -> anyhow::Result<Memory> {
+/// index (`.memtree/index.sqlite`) and, unless turned off, its history (a
+/// git repository in `dir`).
+fn open_store(dir: &Path, settings: &Settings, commit: Commit) -> anyhow::Result<Memory> {
     let context = || format!("cannot open the store at {}", dir.display());
     let storage = LocalStorage::open(dir).with_context(context)?.with_fault(settings.fault);
     let index = SqliteIndex::open(dir.join(".memtree").join("index.sqlite")).with_context(context)?;
     let tokens = BpeCounter::new(&settings.tokenizer).map_err(anyhow::Error::msg)?;
-    Ok(Memory::open(Arc::new(storage), settings.memory.clone())
+    let memory = Memory::open(Arc::new(storage), settings.memory.clone())
         .with_context(context)?
-        .with_index(Arc::new(index), Arc::new(tokens)))
+        .with_index(Arc::new(index), Arc::new(tokens));
+    Ok(if settings.history { memory.with_history(GitHistory::open(dir, commit)) } else { memory })
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.
 pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
-    open_store(&settings.own_dir(), settings)
+    open_store(&settings.own_dir(), settings, Commit::AtOnce)
 }
 
 /// The trees the settings name: the store, or in a namespace its own tree
-/// beside the shared one.
+/// beside the shared one. One-shot commands commit history at once.
 pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
-    let own = Arc::new(open_own(settings)?);
+    open_trees_with(settings, Commit::AtOnce)
+}
+
+/// [`open_trees`], committing history as `commit` says.
+pub fn open_trees_with(settings: &Settings, commit: Commit) -> anyhow::Result<Namespaced> {
+    let own = Arc::new(open_store(&settings.own_dir(), settings, commit)?);
     Ok(match settings.namespace {
-        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings)?)),
+        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings, commit)?)),
         None => Namespaced::single(own),
     })
 }

@@ -16,9 +16,9 @@ pub struct Args {
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let trees = super::open_trees(settings)?;
     let Target { memory, id, .. } = trees.for_read("id", args.id.as_deref())?;
-    let text = memory.read_document(&id)?;
+    let (text, version) = memory.read_versioned(&id)?;
     if settings.json {
-        super::print_json(&serde_json::json!({ "id": id, "content": text }))?;
+        super::print_json(&serde_json::json!({ "id": id, "content": text, "version": version }))?;
     } else {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();

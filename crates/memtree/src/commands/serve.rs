@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use memtree_history::Commit;
 use memtree_mcp::MemtreeServer;
 use rmcp::ServiceExt as _;
 
@@ -20,7 +21,7 @@ pub struct Args {
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools =
         args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
-    let trees = Arc::new(super::open_trees(settings)?);
+    let trees = Arc::new(super::open_trees_with(settings, Commit::InBackground)?);
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no
     // server ran; an edit in between is seen by both. The first request is
@@ -38,6 +39,11 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             match memory.reconcile() {
                 Ok(report) => tracing::info!(?report, "index reconciled"),
                 Err(error) => tracing::error!(%error, "index reconciliation failed"),
+            }
+            // Changes queued by a process that died, and edits made while
+            // no server ran, go into history.
+            if let Err(error) = memory.flush_history(None) {
+                tracing::error!(%error, "bringing history up to date failed");
             }
         }
     });

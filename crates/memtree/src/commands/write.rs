@@ -11,6 +11,10 @@ use crate::settings::Settings;
 pub struct Args {
     /// Document id (default: root)
     id: Option<String>,
+    /// The version the content is based on (`read --json`); a document
+    /// changed since is merged by section, or refused
+    #[arg(long, value_name = "VERSION")]
+    base: Option<String>,
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
@@ -20,7 +24,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     std::io::stdin().read_to_end(&mut bytes).map_err(anyhow::Error::from)?;
     let content =
         String::from_utf8(bytes).map_err(|_| Failure::User("Error: content: not valid UTF-8".to_owned()))?;
-    let outcome = target.memory.update_document(&target.id, &content)?;
+    let outcome = target.memory.update_based(&target.id, &content, args.base.as_deref())?;
     if settings.json {
         super::print_json(&serde_json::json!({ "created": outcome.created, "deleted": outcome.deleted }))?;
     } else {

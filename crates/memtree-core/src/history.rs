@@ -1,0 +1,75 @@
+//! The `History` trait: every change recorded as one version, so any earlier
+//! version of a document, and any pruned subtree, can be brought back.
+//!
+//! The engine records each [`Change`] while it still holds the exclusive
+//! store lock, so records are in write order across processes; a backend
+//! (git, in `memtree-history`) turns them into versions off the request's
+//! path, and [`History::flush`] waits until it has.
+
+use crate::date::civil_date;
+use crate::doc_id::DocId;
+use crate::storage::Change;
+
+/// One version of the store in which a document changed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Version {
+    /// Short, unique name of the version (a commit hash prefix).
+    pub version: String,
+    /// Unix time in seconds.
+    pub time: i64,
+    /// What the change was, and why when a why was given.
+    pub message: String,
+    /// Whether the document exists in this version (false: it was deleted).
+    pub present: bool,
+}
+
+/// One line per version: `<version> <date> <time> UTC <message>`, and
+/// `[deleted]` where the document was pruned or removed.
+pub fn render(versions: &[Version]) -> String {
+    if versions.is_empty() {
+        return "No versions.\n".to_owned();
+    }
+    let mut out = String::new();
+    for v in versions {
+        let secs = v.time.max(0) as u64;
+        let (hour, minute) = (secs % 86_400 / 3600, secs % 3600 / 60);
+        let gone = if v.present { "" } else { " [deleted]" };
+        out.push_str(&format!(
+            "{} {} {hour:02}:{minute:02} {}{gone}\n",
+            v.version,
+            civil_date(secs),
+            v.message
+        ));
+    }
+    out
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("no version {0:?}")]
+    UnknownVersion(String),
+    #[error("history: {0}")]
+    Backend(String),
+}
+
+pub trait History: Send + Sync {
+    /// Records `change` for a version of its own. Called under the
+    /// exclusive store lock, after the change is durable.
+    fn record(&self, change: &Change) -> Result<(), HistoryError>;
+
+    /// Turns every recorded change into its version, in order, then records
+    /// what other programs changed as one version (all documents when
+    /// `changed` is `None`, else those ids).
+    fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError>;
+
+    /// The versions in which `id` changed (every version when `None`),
+    /// newest first.
+    fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError>;
+
+    /// The document's text in `version`, `None` when it did not exist.
+    fn read_at(&self, version: &str, id: &DocId) -> Result<Option<String>, HistoryError>;
+
+    /// The documents `version` changed and their state just before it, for
+    /// finding where a pruned document hung.
+    fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError>;
+}

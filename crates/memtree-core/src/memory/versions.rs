@@ -1,0 +1,187 @@
+//! History and restore on the engine: list a document's versions, bring
+//! back an earlier one or a pruned subtree through the same tree rules as
+//! any write.
+
+use std::collections::HashMap;
+
+use super::{Memory, UpdateOutcome};
+use crate::doc_id::DocId;
+use crate::error::MemoryError;
+use crate::front_matter;
+use crate::history::{History, Version};
+use crate::links::parse_links;
+use crate::storage::LockMode;
+use crate::tree::join;
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// The document and the gone documents below it that came back.
+    pub ids: Vec<DocId>,
+    pub version: String,
+    /// The document the restored one was linked under again, when it had
+    /// been pruned.
+    pub relinked_under: Option<DocId>,
+    pub outcome: UpdateOutcome,
+}
+
+impl Restored {
+    /// `Succeeded`, what came back from which version, then a `Deleted:`
+    /// line for children the restored version no longer links.
+    pub fn report(&self) -> String {
+        let mut out = format!("Succeeded\nRestored: {} from {}", join(&self.ids), self.version);
+        if let Some(parent) = &self.relinked_under {
+            out.push_str(&format!(" under {parent}"));
+        }
+        if !self.outcome.deleted.is_empty() {
+            out.push_str(&format!("\nDeleted: {}", join(&self.outcome.deleted)));
+        }
+        out
+    }
+}
+
+impl Memory {
+    fn history_backend(&self) -> Result<&dyn History, MemoryError> {
+        self.history.as_deref().ok_or(MemoryError::NoHistory)
+    }
+
+    /// Commits what is queued and what other programs changed (`changed`
+    /// ids, or every document when `None`), holding the shared lock so no
+    /// write is half-recorded meanwhile.
+    pub fn flush_history(&self, changed: Option<&[DocId]>) -> Result<(), MemoryError> {
+        let Some(history) = &self.history else { return Ok(()) };
+        let _lock = self.lock(LockMode::Shared)?;
+        Ok(history.flush(changed)?)
+    }
+
+    /// The versions in which `id` changed (every change when `None`), newest
+    /// first.
+    pub fn history(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, MemoryError> {
+        let history = self.history_backend()?;
+        self.flush_history(id.map(std::slice::from_ref))?;
+        Ok(history.log(id, limit)?)
+    }
+
+    /// Brings back `id` as it was in `version`, or, without a version, as it
+    /// was before its last change (a pruned document: just before it was
+    /// pruned). Children it linked then that are gone now come back with
+    /// it; a pruned document is linked again under the parent it had.
+    pub fn restore(&self, id: &DocId, version: Option<&str>) -> Result<Restored, MemoryError> {
+        let history = self.history_backend()?;
+        self.flush_history(Some(std::slice::from_ref(id)))?;
+        let exists = self.storage.stamp(id)?.is_some();
+        let invalid = |what: String| MemoryError::InvalidArgument { argument: "version", what };
+        let version = match version {
+            Some(v) => v.to_owned(),
+            None => {
+                let log = history.log(Some(id), 1000)?;
+                // The newest version that is not the current state.
+                let earlier = if exists { log.iter().skip(1).find(|v| v.present) } else { log.first() };
+                match earlier {
+                    Some(v) if exists => v.version.clone(),
+                    // Pruned in `v`: as it was just before.
+                    Some(v) => format!("{}^", v.version),
+                    None => return Err(invalid(format!("{id} has no earlier version"))),
+                }
+            }
+        };
+        let text = history
+            .read_at(&version, id)?
+            .ok_or_else(|| invalid(format!("{id} did not exist in {version}")))?;
+        let label = format!("restore {id} from {version}");
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let came_back = |subtree: &HashMap<DocId, String>| {
+            let mut ids: Vec<DocId> = subtree.keys().filter(|k| *k != id).cloned().collect();
+            ids.sort();
+            ids.insert(0, id.clone());
+            ids
+        };
+        if exists {
+            let subtree = self.gone_subtree(history, &version, &text)?;
+            let ids = came_back(&subtree);
+            let outcome = self.rewrite_locked(id, &label, |_| Ok(text), &subtree)?;
+            return Ok(Restored { ids, version, relinked_under: None, outcome });
+        }
+        let parent = self.old_parent(history, id)?;
+        let mut subtree = self.gone_subtree(history, &version, &text)?;
+        subtree.insert(id.clone(), text);
+        let ids = came_back(&subtree);
+        let link = format!("- [[{id}]]\n");
+        let outcome = self.rewrite_locked(
+            &parent,
+            &format!("{label} under {parent}"),
+            |current| {
+                Ok(if current.ends_with('\n') {
+                    format!("{current}{link}")
+                } else {
+                    format!("{current}\n{link}")
+                })
+            },
+            &subtree,
+        )?;
+        Ok(Restored { ids, version, relinked_under: Some(parent), outcome })
+    }
+
+    /// The documents `text` links, recursively, that no longer exist, with
+    /// their text in `version`. A link there to a document that exists now
+    /// elsewhere cannot come back without breaking the tree.
+    fn gone_subtree(
+        &self,
+        history: &dyn History,
+        version: &str,
+        text: &str,
+    ) -> Result<HashMap<DocId, String>, MemoryError> {
+        let links = |t: &str| parse_links(front_matter::split(t).body).ids;
+        let mut subtree = HashMap::new();
+        let mut stack: Vec<DocId> = Vec::new();
+        for link in links(text) {
+            if self.storage.stamp(&link)?.is_none() {
+                stack.push(link);
+            }
+        }
+        while let Some(child) = stack.pop() {
+            if subtree.contains_key(&child) {
+                continue;
+            }
+            let text = history.read_at(version, &child)?.unwrap_or_else(|| format!("# {child}\n\n"));
+            for link in links(&text) {
+                if self.storage.stamp(&link)?.is_some() {
+                    return Err(MemoryError::InvalidArgument {
+                        argument: "version",
+                        what: format!(
+                            "{child} linked {link} in {version}, which is elsewhere now; move it first"
+                        ),
+                    });
+                }
+                stack.push(link);
+            }
+            subtree.insert(child, text);
+        }
+        Ok(subtree)
+    }
+
+    /// The document that linked `id` when it was pruned: the one whose
+    /// text before the pruning change links it.
+    fn old_parent(&self, history: &dyn History, id: &DocId) -> Result<DocId, MemoryError> {
+        let pruned = history.log(Some(id), 1)?;
+        let Some(pruned) = pruned.first().filter(|v| !v.present) else {
+            return Err(MemoryError::NotFound { id: id.clone() });
+        };
+        let parent = history
+            .before(&pruned.version)?
+            .into_iter()
+            .find(|(_, text)| {
+                text.as_deref().is_some_and(|t| parse_links(front_matter::split(t).body).ids.contains(id))
+            })
+            .map(|(parent, _)| parent)
+            .unwrap_or_else(DocId::root);
+        if self.storage.stamp(&parent)?.is_none() {
+            return Err(MemoryError::InvalidArgument {
+                argument: "id",
+                what: format!("its parent {parent} is gone too; restore {parent} first"),
+            });
+        }
+        Ok(parent)
+    }
+}

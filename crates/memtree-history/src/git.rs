@@ -1,0 +1,479 @@
+//! `GitHistory`: the store folder is a git repository, and every change is
+//! one commit in it — push it to a remote of your own to carry the memory
+//! to another machine.
+//!
+//! A change is queued (`queue.rs`) inside the write and committed after it,
+//! by a background thread or at once, from the queued content onto the
+//! previous commit's tree — never from the working files, which may already
+//! hold a later change. What other programs changed is committed as such
+//! when [`History::flush`] looks at the files. The git index follows the
+//! commits, so `git status` in the store stays clean.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
+use memtree_core::{Change, DocId, History, HistoryError, Version};
+
+use crate::queue::Queue;
+
+/// The trailer naming the queued record a commit was made from, so a
+/// record committed just before a crash is not committed twice.
+const RECORD_TRAILER: &str = "Memtree-Record: ";
+/// Changes arriving this soon after one another are committed together.
+const COALESCE: Duration = Duration::from_millis(20);
+
+/// When queued changes are committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// Inside the write (one-shot commands that exit right after).
+    AtOnce,
+    /// By a background thread, shortly after the write (servers).
+    InBackground,
+}
+
+pub struct GitHistory {
+    root: PathBuf,
+    queue: Queue,
+    lock_path: PathBuf,
+    repo: Mutex<Option<Repository>>,
+    mode: Commit,
+    wake: Arc<(Mutex<bool>, Condvar)>,
+}
+
+fn backend(error: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Backend(error.to_string())
+}
+
+fn path_of(id: &DocId) -> String {
+    format!("{id}.md")
+}
+
+fn id_of(path: &Path) -> Option<DocId> {
+    DocId::parse(path.to_str()?.strip_suffix(".md")?).ok()
+}
+
+impl GitHistory {
+    /// The history of the store at `root` (its `.memtree/` folder exists).
+    /// The repository is created at the first commit.
+    pub fn open(root: &Path, mode: Commit) -> Arc<GitHistory> {
+        let history = Arc::new(GitHistory {
+            root: root.to_path_buf(),
+            queue: Queue::new(root.join(".memtree").join("history")),
+            lock_path: root.join(".memtree").join("history.lock"),
+            repo: Mutex::new(None),
+            mode,
+            wake: Arc::new((Mutex::new(false), Condvar::new())),
+        });
+        match mode {
+            Commit::AtOnce => history.begin(),
+            Commit::InBackground => {
+                let weak = Arc::downgrade(&history);
+                let wake = Arc::clone(&history.wake);
+                std::thread::Builder::new()
+                    .name("memtree-history".into())
+                    .spawn(move || {
+                        if let Some(history) = weak.upgrade() {
+                            history.begin();
+                        }
+                        committer(&weak, &wake);
+                    })
+                    .expect("spawning a thread");
+            }
+        }
+        history
+    }
+
+    /// Makes the first commit, of the documents as they are, if there is
+    /// none yet: before this process changes anything, so that its first
+    /// change is a commit of its own.
+    fn begin(&self) {
+        let started = self.with_repo(|repo| match head_commit(repo)? {
+            Some(_) => Ok(()),
+            None => self.initial_tree(repo).map(drop),
+        });
+        if let Err(error) = started {
+            tracing::error!(%error, "cannot start the history; changes stay queued");
+        }
+    }
+
+    /// Runs `f` on the repository, opening (or creating) it first, while
+    /// holding the history lock that serialises committers across processes.
+    fn with_repo<T>(
+        &self,
+        f: impl FnOnce(&Repository) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock_path)
+            .map_err(backend)?;
+        lock.lock().map_err(backend)?;
+        let mut slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.open_repo()?);
+        }
+        f(slot.as_ref().expect("just opened"))
+    }
+
+    fn open_repo(&self) -> Result<Repository, HistoryError> {
+        let repo = match Repository::open(&self.root) {
+            Ok(repo) => repo,
+            Err(_) => {
+                let repo = Repository::init(&self.root).map_err(backend)?;
+                // memtree's own state and namespace trees are not documents.
+                let exclude = self.root.join(".git").join("info").join("exclude");
+                fs::create_dir_all(exclude.parent().expect("has a parent")).map_err(backend)?;
+                fs::write(&exclude, "/.memtree/\n/@*/\n").map_err(backend)?;
+                repo
+            }
+        };
+        Ok(repo)
+    }
+
+    fn signature() -> Result<Signature<'static>, HistoryError> {
+        Signature::now("memtree", "memtree@localhost").map_err(backend)
+    }
+
+    /// Commits every queued record, oldest first.
+    fn drain(&self, repo: &Repository) -> Result<Vec<DocId>, HistoryError> {
+        let mut touched = Vec::new();
+        for name in self.queue.names().map_err(backend)? {
+            let record = match self.queue.read(name) {
+                Ok(record) => record,
+                Err(error) => {
+                    tracing::error!(%error, name, "unreadable history record; the next scan commits its files");
+                    self.queue.remove(name).map_err(backend)?;
+                    continue;
+                }
+            };
+            let head = head_commit(repo)?;
+            let trailer = format!("{RECORD_TRAILER}{name}");
+            if head.as_ref().is_some_and(|c| c.message().is_ok_and(|m| m.contains(&trailer))) {
+                self.queue.remove(name).map_err(backend)?;
+                continue; // Committed just before a crash.
+            }
+            let base = match &head {
+                Some(commit) => commit.tree().map_err(backend)?,
+                None => self.initial_tree(repo)?,
+            };
+            let mut update = TreeUpdateBuilder::new();
+            let (mut added, mut changed) = (Vec::new(), Vec::new());
+            for (id, text) in &record.puts {
+                let blob = repo.blob(text.as_bytes()).map_err(backend)?;
+                let before = base.get_path(Path::new(&path_of(id))).ok().map(|e| e.id());
+                match before {
+                    Some(old) if old == blob => continue,
+                    Some(_) => changed.push(id.clone()),
+                    None => added.push(id.clone()),
+                }
+                update.upsert(path_of(id), blob, FileMode::Blob);
+            }
+            let mut deleted = Vec::new();
+            for id in &record.deletes {
+                if base.get_path(Path::new(&path_of(id))).is_ok() {
+                    update.remove(path_of(id));
+                    deleted.push(id.clone());
+                }
+            }
+            let tree_id = update.create_updated(repo, &base).map_err(backend)?;
+            if tree_id == base.id() {
+                // Nothing to record: the change rewrote documents as they
+                // were, or history began after it (its first commit has it).
+                self.queue.remove(name).map_err(backend)?;
+                continue;
+            }
+            let tree = repo.find_tree(tree_id).map_err(backend)?;
+            let message = format!("{}\n\n{}{trailer}\n", record.label, describe(&added, &changed, &deleted));
+            let when = git2::Time::new(record.time, 0);
+            let signature = Signature::new("memtree", "memtree@localhost", &when).map_err(backend)?;
+            let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
+            repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &parents).map_err(backend)?;
+            self.queue.remove(name).map_err(backend)?;
+            touched.extend(added.into_iter().chain(changed).chain(deleted));
+        }
+        Ok(touched)
+    }
+
+    /// The first commit's tree: the documents the store held before
+    /// history began, committed as they are.
+    fn initial_tree<'r>(&self, repo: &'r Repository) -> Result<git2::Tree<'r>, HistoryError> {
+        let mut index = repo.index().map_err(backend)?;
+        add_documents(&mut index, None)?;
+        let tree_id = index.write_tree().map_err(backend)?;
+        index.write().map_err(backend)?;
+        let tree = repo.find_tree(tree_id).map_err(backend)?;
+        let signature = Self::signature()?;
+        let message = match tree_len(&tree)? {
+            1 => "history starts: 1 document\n".to_owned(),
+            n => format!("history starts: {n} documents\n"),
+        };
+        repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &[]).map_err(backend)?;
+        Ok(tree)
+    }
+
+    /// Brings the git index to the files (`changed` ids, or all) and
+    /// commits what differs from the last commit: changes made by other
+    /// programs.
+    fn scan(&self, repo: &Repository, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        let mut index = repo.index().map_err(backend)?;
+        add_documents(&mut index, changed.map(|ids| (ids, self.root.as_path())))?;
+        let tree_id = index.write_tree().map_err(backend)?;
+        index.write().map_err(backend)?;
+        let head = head_commit(repo)?;
+        let Some(head) = head else {
+            return Ok(()); // The first drain commits everything.
+        };
+        let base = head.tree().map_err(backend)?;
+        if base.id() == tree_id {
+            return Ok(());
+        }
+        let tree = repo.find_tree(tree_id).map_err(backend)?;
+        let diff = repo.diff_tree_to_tree(Some(&base), Some(&tree), None).map_err(backend)?;
+        let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+        for delta in diff.deltas() {
+            let path = delta.new_file().path().or(delta.old_file().path());
+            let Some(id) = path.and_then(id_of) else { continue };
+            match delta.status() {
+                git2::Delta::Added => added.push(id),
+                git2::Delta::Deleted => deleted.push(id),
+                _ => changed.push(id),
+            }
+        }
+        let message = format!("changed outside memtree\n\n{}", describe(&added, &changed, &deleted));
+        let signature = Self::signature()?;
+        repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &[&head]).map_err(backend)?;
+        Ok(())
+    }
+
+    fn resolve<'r>(repo: &'r Repository, version: &str) -> Result<git2::Commit<'r>, HistoryError> {
+        repo.revparse_single(version)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| HistoryError::UnknownVersion(version.to_owned()))
+    }
+}
+
+/// Adds documents to the index: the given ids (removing those whose file is
+/// gone), or every `.md` file whose name is a valid id.
+fn add_documents(index: &mut git2::Index, only: Option<(&[DocId], &Path)>) -> Result<(), HistoryError> {
+    match only {
+        Some((ids, root)) => {
+            for id in ids {
+                let path = PathBuf::from(path_of(id));
+                if root.join(&path).is_file() {
+                    index.add_path(&path).map_err(backend)?;
+                } else {
+                    match index.remove_path(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+                        Err(e) => return Err(backend(e)),
+                    }
+                }
+            }
+        }
+        None => {
+            let mut only_ids = |path: &Path, _: &[u8]| i32::from(id_of(path).is_none());
+            index.add_all(["*.md"], IndexAddOption::DEFAULT, Some(&mut only_ids)).map_err(backend)?;
+            index.update_all(["*.md"], None).map_err(backend)?;
+        }
+    }
+    Ok(())
+}
+
+fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, HistoryError> {
+    match repo.head() {
+        Ok(head) => head.peel_to_commit().map(Some).map_err(backend),
+        Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(backend(e)),
+    }
+}
+
+fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
+    let mut count = 0;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        count += usize::from(entry.kind() == Some(ObjectType::Blob));
+        git2::TreeWalkResult::Ok
+    })
+    .map_err(backend)?;
+    Ok(count)
+}
+
+/// The body of a commit message: which documents it added, changed, deleted.
+fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String {
+    let mut out = String::new();
+    for (what, ids) in [("Added", added), ("Changed", changed), ("Deleted", deleted)] {
+        if !ids.is_empty() {
+            out.push_str(&format!("{what}: {}\n", memtree_core::tree::join(ids)));
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// The background committer: wakes at each record, waits a moment for more,
+/// commits them. Ends with the history.
+fn committer(history: &std::sync::Weak<GitHistory>, wake: &(Mutex<bool>, Condvar)) {
+    loop {
+        {
+            let (pending, signal) = wake;
+            let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+            while !*pending {
+                let (next, timeout) =
+                    signal.wait_timeout(pending, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner());
+                pending = next;
+                if timeout.timed_out() && history.strong_count() == 0 {
+                    return;
+                }
+            }
+            *pending = false;
+        }
+        std::thread::sleep(COALESCE);
+        let Some(history) = history.upgrade() else { return };
+        if let Err(error) = history.flush(Some(&[])) {
+            tracing::error!(%error, "committing history failed; the queue is kept for the next try");
+        }
+    }
+}
+
+impl History for GitHistory {
+    fn record(&self, change: &Change) -> Result<(), HistoryError> {
+        self.queue.push(change).map_err(backend)?;
+        match self.mode {
+            Commit::AtOnce => self.flush(Some(&[])),
+            Commit::InBackground => {
+                let (pending, signal) = &*self.wake;
+                *pending.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                signal.notify_one();
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        self.with_repo(|repo| {
+            let touched = self.drain(repo)?;
+            match changed {
+                Some([]) => {
+                    let mut index = repo.index().map_err(backend)?;
+                    add_documents(&mut index, Some((&touched, &self.root)))?;
+                    index.write().map_err(backend)
+                }
+                other => self.scan(repo, other),
+            }
+        })
+    }
+
+    fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError> {
+        self.with_repo(|repo| {
+            let mut versions = Vec::new();
+            if head_commit(repo)?.is_none() {
+                return Ok(versions);
+            }
+            let mut walk = repo.revwalk().map_err(backend)?;
+            walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend)?;
+            walk.push_head().map_err(backend)?;
+            let path = id.map(|id| PathBuf::from(path_of(id)));
+            for oid in walk {
+                if versions.len() >= limit {
+                    break;
+                }
+                let commit = repo.find_commit(oid.map_err(backend)?).map_err(backend)?;
+                let entry = |c: &git2::Commit<'_>, p: &Path| -> Option<Oid> {
+                    c.tree().ok()?.get_path(p).ok().map(|e| e.id())
+                };
+                let present = match &path {
+                    Some(p) => {
+                        let now = entry(&commit, p);
+                        let before = commit.parent(0).ok().and_then(|parent| entry(&parent, p));
+                        if now == before {
+                            continue;
+                        }
+                        now.is_some()
+                    }
+                    None => true,
+                };
+                let message =
+                    commit.message().unwrap_or("").lines().take_while(|l| !l.starts_with(RECORD_TRAILER));
+                let message: Vec<&str> = message.filter(|l| !l.is_empty()).collect();
+                versions.push(Version {
+                    version: commit.id().to_string()[..10].to_owned(),
+                    time: commit.time().seconds(),
+                    message: message.join("; "),
+                    present,
+                });
+            }
+            Ok(versions)
+        })
+    }
+
+    fn read_at(&self, version: &str, id: &DocId) -> Result<Option<String>, HistoryError> {
+        self.with_repo(|repo| {
+            let tree = Self::resolve(repo, version)?.tree().map_err(backend)?;
+            let Ok(entry) = tree.get_path(Path::new(&path_of(id))) else { return Ok(None) };
+            let blob = repo.find_blob(entry.id()).map_err(backend)?;
+            Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+        })
+    }
+
+    fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError> {
+        self.with_repo(|repo| {
+            let commit = Self::resolve(repo, version)?;
+            let tree = commit.tree().map_err(backend)?;
+            let parent = commit.parent(0).ok().map(|p| p.tree()).transpose().map_err(backend)?;
+            let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), None).map_err(backend)?;
+            let mut out = BTreeSet::new();
+            for delta in diff.deltas() {
+                let Some(id) = delta.old_file().path().or(delta.new_file().path()).and_then(id_of) else {
+                    continue;
+                };
+                let old = delta.old_file().id();
+                let text = if old.is_zero() {
+                    None
+                } else {
+                    let blob = repo.find_blob(old).map_err(backend)?;
+                    Some(String::from_utf8_lossy(blob.content()).into_owned())
+                };
+                out.insert((id, text));
+            }
+            Ok(out.into_iter().collect())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_committed_just_before_a_crash_is_not_committed_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::write(dir.path().join("root.md"), "# v1\n").unwrap();
+        let history = GitHistory::open(dir.path(), Commit::AtOnce);
+        let change = Change {
+            puts: vec![(DocId::root(), "# v2\n".into())],
+            deletes: vec![],
+            label: "update root".into(),
+        };
+        fs::write(dir.path().join("root.md"), "# v2\n").unwrap();
+        let name = history.queue.push(&change).unwrap();
+        let record = fs::read(history.queue.path(name)).unwrap();
+        history.flush(Some(&[])).unwrap();
+        // As if the process died after the commit, before removing the record.
+        fs::write(history.queue.path(name), record).unwrap();
+        history.flush(Some(&[])).unwrap();
+        let log = history.log(None, 10).unwrap();
+        assert_eq!(
+            log.iter().map(|v| v.message.as_str()).collect::<Vec<_>>(),
+            ["update root; Changed: root", "history starts: 1 document"]
+        );
+        assert!(history.queue.names().unwrap().is_empty());
+    }
+}

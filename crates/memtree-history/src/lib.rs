@@ -1,0 +1,8 @@
+//! memtree's version history: the store folder is a git repository (libgit2
+//! through `git2`) and every change is one commit, made off the request's
+//! path from a durable queue so that none is lost or reordered.
+
+mod git;
+mod queue;
+
+pub use git::{Commit, GitHistory};

@@ -1,0 +1,192 @@
+//! History over a real store: every change one commit, restores through the
+//! tree rules, external edits committed as such, writes based on an old
+//! version merged by section or refused.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memtree_core::{DocId, Edit, Memory, MemorySettings};
+use memtree_history::{Commit, GitHistory};
+use memtree_store::LocalStorage;
+
+fn id(s: &str) -> DocId {
+    DocId::parse(s).unwrap()
+}
+
+fn open(dir: &Path, commit: Commit) -> Memory {
+    let storage = LocalStorage::open(dir).unwrap();
+    Memory::open(Arc::new(storage), MemorySettings::default())
+        .unwrap()
+        .with_history(GitHistory::open(dir, commit))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn messages(memory: &Memory, doc: Option<&str>) -> Vec<String> {
+    memory.history(doc.map(id).as_ref(), 100).unwrap().into_iter().map(|v| v.message).collect()
+}
+
+#[test]
+fn every_change_is_one_commit_naming_the_operation_and_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path(), Commit::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
+    memory.update_document(&id("a"), "# A\n- [[a1]]\n").unwrap();
+    memory.edit_document(&id("b"), &Edit::Replace { old: "# b".into(), new: "# B".into() }).unwrap();
+    let change = memtree_core::Lifecycle {
+        status: Some(memtree_core::front_matter::Status::Deprecated),
+        ..Default::default()
+    };
+    memory.set_lifecycle(&id("b"), &change, "replaced by a").unwrap();
+    memory.move_document(&id("a1"), &DocId::root()).unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[b]]\n- [[a1]]\n").unwrap();
+    assert_eq!(
+        messages(&memory, None),
+        [
+            "update root; Changed: root; Deleted: a",
+            "move a1 from a to root; Changed: a, root",
+            "lifecycle b: status: deprecated (why: replaced by a); Changed: b",
+            "edit b; Changed: b",
+            "update a; Added: a1; Changed: a",
+            "update root; Added: a, b; Changed: root",
+            "history starts: 1 document",
+        ]
+    );
+    assert_eq!(git(dir.path(), &["status", "--porcelain"]), "", "the git index follows the commits");
+    assert_eq!(git(dir.path(), &["ls-files"]), "a1.md\nb.md\nroot.md\n");
+    git(dir.path(), &["fsck", "--strict"]);
+    assert!(
+        std::fs::read_dir(dir.path().join(".memtree/history")).unwrap().next().is_none(),
+        "queue drained"
+    );
+    assert_eq!(messages(&memory, Some("a")).len(), 4, "added, changed, its child moved out, deleted");
+    let versions = memory.history(Some(&id("a")), 10).unwrap();
+    assert!(!versions[0].present && versions[1].present);
+}
+
+#[test]
+fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path(), Commit::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
+    memory.update_document(&id("a"), "# A\nfirst\n- [[a1]]\n").unwrap();
+    memory.update_document(&id("a1"), "# A1\nprecious\n- [[a2]]\n").unwrap();
+    memory.update_document(&id("a2"), "# A2\ndeep\n").unwrap();
+    memory.update_document(&id("b"), "# B\nv1\n").unwrap();
+    memory.update_document(&id("b"), "# B\nv2\n").unwrap();
+
+    // An earlier version of an existing document: by default the one
+    // before its last change.
+    let restored = memory.restore(&id("b"), None).unwrap();
+    assert_eq!(restored.report(), format!("Succeeded\nRestored: b from {}", restored.version));
+    assert_eq!(memory.read_document(&id("b")).unwrap(), "# B\nv1\n");
+
+    // Pruning a subtree, then bringing it back whole under its old parent.
+    memory.update_document(&id("a"), "# A\nfirst, without children\n").unwrap();
+    assert!(!memory.exists(&id("a2")).unwrap());
+    let refused = memory.restore(&id("a2"), None).unwrap_err().report();
+    assert_eq!(refused, "Error: id: its parent a1 is gone too; restore a1 first");
+    let restored = memory.restore(&id("a1"), None).unwrap();
+    assert_eq!(restored.ids, [id("a1"), id("a2")]);
+    assert_eq!(restored.relinked_under, Some(id("a")));
+    assert_eq!(memory.read_document(&id("a1")).unwrap(), "# A1\nprecious\n- [[a2]]\n");
+    assert_eq!(memory.read_document(&id("a2")).unwrap(), "# A2\ndeep\n");
+    assert_eq!(memory.read_document(&id("a")).unwrap(), "# A\nfirst, without children\n- [[a1]]\n");
+    assert!(memory.validate().unwrap().is_healthy());
+    assert!(messages(&memory, Some("a1"))[0].starts_with("restore a1 from "));
+
+    // Restoring a's first version keeps its link to a1: nothing is pruned.
+    let first = memory.history(Some(&id("a")), 10).unwrap().last().unwrap().version.clone();
+    memory.restore(&id("a"), Some(&first)).unwrap();
+    assert_eq!(memory.read_document(&id("a")).unwrap(), "# a\n\n");
+    assert_eq!(
+        memory.restore(&id("a"), Some("nope")).unwrap_err().report(),
+        "Error: version: no version \"nope\""
+    );
+}
+
+#[test]
+fn edits_by_other_programs_are_committed_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path(), Commit::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    std::fs::write(dir.path().join("a.md"), "# A\nedited in an editor\n").unwrap();
+    memory.flush_history(None).unwrap();
+    assert_eq!(messages(&memory, Some("a"))[0], "changed outside memtree; Changed: a");
+    assert_eq!(git(dir.path(), &["status", "--porcelain"]), "");
+    memory.flush_history(None).unwrap();
+    assert_eq!(messages(&memory, None).len(), 3, "nothing new, no commit");
+}
+
+#[test]
+fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path(), Commit::InBackground);
+    let cli = open(dir.path(), Commit::AtOnce);
+    server.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    for i in 0..20 {
+        let writer = if i % 2 == 0 { &server } else { &cli };
+        writer.update_document(&id("a"), &format!("# A\nversion {i}\n")).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_dir(dir.path().join(".memtree/history")).unwrap().next().is_some() {
+        assert!(Instant::now() < deadline, "the background committer drains the queue");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = messages(&cli, Some("a"));
+    assert_eq!(log.len(), 21, "{log:?}");
+    let versions = cli.history(Some(&id("a")), 100).unwrap();
+    for (i, v) in versions.iter().rev().skip(1).enumerate() {
+        assert_eq!(cli.restore(&id("a"), Some(&v.version)).map(|_| ()).ok(), Some(()));
+        assert_eq!(cli.read_document(&id("a")).unwrap(), format!("# A\nversion {i}\n"), "in write order");
+    }
+}
+
+#[test]
+fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path(), Commit::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[notes]]\n").unwrap();
+    memory.update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nold usage\n").unwrap();
+    let (_, base) = memory.read_versioned(&id("notes")).unwrap();
+    // Another writer changes Usage.
+    memory.update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nnew usage\n").unwrap();
+    // A write from the old version that changed Setup keeps both.
+    let outcome = memory
+        .update_based(&id("notes"), "# Notes\n## Setup\nnew setup\n## Usage\nold usage\n", Some(&base))
+        .unwrap();
+    assert_eq!(
+        outcome.report(),
+        "Succeeded\nMerged: the document had changed since your version; kept those changes to Usage"
+    );
+    assert_eq!(
+        memory.read_document(&id("notes")).unwrap(),
+        "# Notes\n## Setup\nnew setup\n## Usage\nnew usage\n"
+    );
+    // A write from the old version that changed Usage too is refused.
+    let before = memory.read_document(&id("notes")).unwrap();
+    let refused = memory
+        .edit_based(
+            &id("notes"),
+            &Edit::Section { section: "Usage".into(), body: "mine\n".into() },
+            Some(&base),
+        )
+        .unwrap_err();
+    assert_eq!(
+        refused.report(),
+        "Error: version: conflict\nchanged since that version, differently: Usage; read it again"
+    );
+    assert_eq!(memory.read_document(&id("notes")).unwrap(), before);
+    // The current version writes as usual; an unknown one is a conflict.
+    let (_, current) = memory.read_versioned(&id("notes")).unwrap();
+    memory.update_based(&id("notes"), "# Notes\nfresh\n", Some(&current)).unwrap();
+    assert_eq!(
+        memory.update_based(&id("notes"), "# x\n", Some("000000000000")).unwrap_err().report(),
+        "Error: version: conflict\nthe document changed since that version, which is not in history; read it again"
+    );
+}
