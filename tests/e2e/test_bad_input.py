@@ -220,11 +220,41 @@ async def test_size_limit_applies_to_the_stored_document(serve, store):
     ],
     ids=["rsa", "openssh", "aws", "github"],
 )
-@pytest.mark.xfail(strict=True, reason="issue 5: secret detection is not built yet")
 async def test_secret_like_content_is_refused(serve, store, secret):
     """SPEC §4: content that looks like a secret is refused unless explicitly allowed."""
     async with serve() as m:
+        await m.put(None, "# notes\n- [[keys]]\n")
         before = snapshot(store, include_meta=True)
         r = await m.update("# notes\n" + secret)
-        assert r.error and r.text.startswith("Error: content: "), r
+        assert r.error and r.text.startswith("Error: content: looks like a secret ("), r
+        assert r.text.endswith("); memory is not the place for secrets (MEMTREE_ALLOW_SECRETS=1 allows them)"), r
+        r = await m.call("remember", {"content": secret, "document": "keys"})
+        assert r.error and r.text.startswith("Error: content: looks like a secret ("), r
+        r = await m.call("edit_document", {"id": "keys", "old": "# keys", "new": "# keys\n" + secret})
+        assert r.error and r.text.startswith("Error: content: looks like a secret ("), r
         assert snapshot(store, include_meta=True) == before
+    async with serve(env={"MEMTREE_ALLOW_SECRETS": "1"}) as m:
+        assert await m.update("# keys\n" + secret, "keys") == SUCCEEDED
+    async with serve() as m:
+        # A document that already holds one can still be edited elsewhere.
+        assert await m.call("edit_document", {"id": "keys", "old": "# keys", "new": "# Keys"}) == SUCCEEDED
+
+
+def test_secret_kinds_are_named(cli):
+    r = cli("write", input="# x\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n")
+    assert (r.rc, r.err.strip()) == (1, "Error: content: looks like a secret (AWS access key id); memory is not "
+                                         "the place for secrets (MEMTREE_ALLOW_SECRETS=1 allows them)")
+    r = cli("write", input="-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n")
+    assert "(private key)" in r.err
+
+
+async def test_depth_limit(serve, store):
+    async with serve(args=["--max-depth", "3"]) as m:
+        await m.build([(None, "- [[a]]\n- [[x]]\n"), ("a", "- [[b]]\n"), ("b", "- [[c]]\n")])
+        before = snapshot(store, include_meta=True)
+        assert await m.update("- [[d]]\n", "c") == err("Error: content: d would be 4 levels deep; the limit is 3")
+        assert await m.call("move_document", {"id": "a", "new_parent": "x"}) == err(
+            "Error: new_parent: a would be 4 levels deep; the limit is 3"
+        )
+        assert snapshot(store, include_meta=True) == before
+        assert await m.call("move_document", {"id": "b", "new_parent": "x"}) == ok("Succeeded\nMoved: b from a to x")

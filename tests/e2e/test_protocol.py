@@ -195,7 +195,6 @@ def test_raw_discover_without_meta_is_rejected_but_server_survives(raw_server):
 # ---------------------------------------------------------------- protocol-level bad input
 
 
-@pytest.mark.xfail(strict=True, reason="issue 5: rmcp drops unparsable lines and omits id on -32600; needs a framing layer")
 def test_malformed_json_gets_parse_error_and_server_keeps_serving(raw_server):
     """JSON-RPC 2.0 §5: a parse error is answered with code -32700 and "id": null."""
     s = raw_server()
@@ -209,7 +208,6 @@ def test_malformed_json_gets_parse_error_and_server_keeps_serving(raw_server):
     assert [(e["error"]["code"], "id" in e, e.get("id")) for e in errors] == [(-32700, True, None)] * 2, errors
 
 
-@pytest.mark.xfail(strict=True, reason="issue 5: rmcp drops unparsable lines and omits id on -32600; needs a framing layer")
 def test_invalid_request_objects_get_invalid_request_errors(raw_server):
     """JSON-RPC 2.0 §5: every response, error responses included, carries "id"
     (the request's id, or null when it cannot be determined)."""
@@ -259,3 +257,19 @@ def test_stdout_stays_pure_with_verbose_logging(raw_server):
     assert s.close() == 0
     _assert_jsonrpc_only(s.all_lines)
     assert len(s.all_lines) == 5
+
+
+def test_oversized_message_is_refused_and_server_keeps_serving(raw_server, store):
+    """A line over the message limit (16 MiB, or 8 × the document limit) is read
+    and dropped without being parsed, answered -32600 with id null."""
+    s = raw_server()
+    s.initialize()
+    huge = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"update_document","arguments":{"content":"' \
+        + b"x" * (17 << 20) + b'"}}}\n'
+    s.send(huge)
+    assert s.request("ping")["result"] == {}
+    assert tool_text(s.call_tool("read_document", {})) == ("# Memory\n", False)
+    assert s.close() == 0
+    errors = [m for m in map(json.loads, s.all_lines) if "error" in m]
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32600)], errors
+    assert "over 16777216 bytes" in errors[0]["error"]["message"]

@@ -27,6 +27,12 @@ pub enum MemoryError {
     FrontMatter(#[from] FrontMatterError),
     #[error("too large ({len} bytes; the limit is {limit})")]
     TooLarge { len: usize, limit: usize },
+    #[error("{id} would be {depth} levels deep; the limit is {limit}")]
+    TooDeep { argument: &'static str, id: DocId, depth: usize, limit: usize },
+    #[error(
+        "looks like a secret ({kind}); memory is not the place for secrets (MEMTREE_ALLOW_SECRETS=1 allows them)"
+    )]
+    Secret { kind: &'static str },
     #[error("unreadable: {reason}")]
     Unreadable { id: DocId, reason: String },
     #[error("{0}")]
@@ -66,7 +72,9 @@ impl MemoryError {
             | MemoryError::InvalidLink { .. }
             | MemoryError::CaseCollision { .. }
             | MemoryError::FrontMatter(_)
-            | MemoryError::TooLarge { .. } => "content",
+            | MemoryError::TooLarge { .. }
+            | MemoryError::Secret { .. } => "content",
+            MemoryError::TooDeep { argument, .. } => argument,
             MemoryError::Storage(_) => "storage",
             MemoryError::Index(_) | MemoryError::NoIndex => "index",
             MemoryError::History(HistoryError::UnknownVersion(_)) => "version",

@@ -132,6 +132,8 @@ pub trait Index: Send + Sync {
     fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError>;
     /// Ranked passages, best first; deprecated and expired memory excluded.
     fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, IndexError>;
+    /// Ids from root down to the document's parent, by the indexed links.
+    fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;
     /// Every used document, most used first.
     fn usage(&self) -> Result<Vec<Usage>, IndexError>;

@@ -18,6 +18,7 @@ pub mod merge;
 pub mod namespace;
 pub mod pack;
 pub mod remember;
+pub mod secrets;
 pub mod sections;
 pub mod storage;
 pub mod tree;

@@ -32,6 +32,7 @@ use crate::merge;
 use crate::namespace;
 use crate::pack::Pack;
 use crate::remember;
+use crate::secrets;
 use crate::sections::{self, SectionLookup, SectionSpan};
 use crate::storage::{Change, LockMode, Recovery, Stamp, Storage, StoreLock};
 use crate::tree::{Finding, Tree, join};
@@ -50,6 +51,10 @@ pub struct MemorySettings {
     /// Size in bytes from which a document should be split.
     pub split_threshold: usize,
     pub split_policy: SplitPolicy,
+    /// Most levels below root.
+    pub max_depth: usize,
+    /// Whether content that looks like a secret may be stored.
+    pub allow_secrets: bool,
 }
 
 impl Default for MemorySettings {
@@ -61,6 +66,8 @@ impl Default for MemorySettings {
             dedup_threshold: 0.7,
             split_threshold: 10 * 1024,
             split_policy: SplitPolicy::Advise,
+            max_depth: 1000,
+            allow_secrets: false,
         }
     }
 }
@@ -628,6 +635,7 @@ impl Memory {
         if &old_parent == new_parent {
             return Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() });
         }
+        self.check_depth("new_parent", id, tree.depth(new_parent) + 1 + tree.height(id))?;
         let old_text = self.read_existing(&old_parent)?;
         let split = front_matter::split(&old_text);
         let block = split.block.unwrap_or("");
@@ -990,6 +998,11 @@ impl Memory {
         if text.len() > limit {
             return Err(MemoryError::TooLarge { len: text.len(), limit });
         }
+        if !self.settings.allow_secrets
+            && let Some(kind) = secrets::added(&old_text, &text)
+        {
+            return Err(MemoryError::Secret { kind });
+        }
         let new = front_matter::split(&text);
         if let Some(yaml) = new.yaml {
             FrontMatter::parse(yaml)?;
@@ -1024,6 +1037,9 @@ impl Memory {
             created.push(link.clone());
         }
 
+        if let Some(first) = created.first() {
+            self.check_depth("content", first, self.depth(id)? + 1)?;
+        }
         let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_set.contains(l)).collect();
         let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_set)? };
 
@@ -1378,6 +1394,25 @@ impl Memory {
         }
         index.upsert(&docs)?;
         index.remove(&gone)?;
+        Ok(())
+    }
+
+    /// How deep `id` is (root: 0): by the index's links, which every write
+    /// keeps current, else by the whole tree.
+    fn depth(&self, id: &DocId) -> Result<usize, MemoryError> {
+        Ok(match &self.index {
+            Some(index) => index.path(id)?.len(),
+            None => self.tree_unlocked()?.0.depth(id),
+        })
+    }
+
+    /// Refuses to put `id` (or the deepest document it brings) `depth`
+    /// levels below root when that is over the limit.
+    fn check_depth(&self, argument: &'static str, id: &DocId, depth: usize) -> Result<(), MemoryError> {
+        let limit = self.settings.max_depth;
+        if depth > limit {
+            return Err(MemoryError::TooDeep { argument, id: id.clone(), depth, limit });
+        }
         Ok(())
     }
 

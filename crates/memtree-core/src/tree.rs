@@ -185,6 +185,38 @@ impl Tree {
         self.parents.get(id).map_or(&[], Vec::as_slice)
     }
 
+    /// How many links lie between root and `id` (root: 0), following first
+    /// parents; a broken chain counts up to where it breaks.
+    pub fn depth(&self, id: &DocId) -> usize {
+        let mut seen = HashSet::new();
+        let mut current = id;
+        while let Some(parent) = self.parents(current).first() {
+            if !seen.insert(parent) {
+                break;
+            }
+            current = parent;
+        }
+        seen.len()
+    }
+
+    /// How many levels lie below `id` in its subtree (a leaf: 0).
+    pub fn height(&self, id: &DocId) -> usize {
+        let mut seen = HashSet::from([id]);
+        let (mut level, mut height) = (vec![id], 0);
+        loop {
+            let next: Vec<&DocId> = level
+                .iter()
+                .flat_map(|d| self.links(d))
+                .filter(|c| self.contains(c) && seen.insert(*c))
+                .collect();
+            if next.is_empty() {
+                return height;
+            }
+            height += 1;
+            level = next;
+        }
+    }
+
     /// Whether `ancestor` is on the parent chain of `id`.
     pub fn is_ancestor(&self, ancestor: &DocId, id: &DocId) -> bool {
         let mut seen = HashSet::new();

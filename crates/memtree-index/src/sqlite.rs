@@ -202,6 +202,10 @@ impl Index for SqliteIndex {
         tx.commit().map_err(self.err())
     }
 
+    fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
+        path_to(&self.conn(), id).map_err(self.err())
+    }
+
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError> {
         self.conn()
             .query_row("SELECT len, mtime, tag FROM docs WHERE id = ?1", [id.as_str()], |r| {

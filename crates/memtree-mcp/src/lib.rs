@@ -8,6 +8,8 @@
 /// The pre-dispatch check of a tool call's arguments against the tool's
 /// input schema; public so that the fuzz targets in `fuzz/` can call it.
 pub mod arguments;
+/// JSON-RPC framing on stdio: malformed lines answered per JSON-RPC 2.0.
+pub mod framing;
 mod prompts;
 mod server;
 

@@ -33,6 +33,10 @@ pub mod env {
     pub const TOKENIZER: &str = "MEMTREE_TOKENIZER";
     /// The agent's namespace: its own tree beside the shared one.
     pub const NAMESPACE: &str = "MEMTREE_NAMESPACE";
+    /// Most levels below root.
+    pub const MAX_DEPTH: &str = "MEMTREE_MAX_DEPTH";
+    /// `1` lets content that looks like a secret be stored.
+    pub const ALLOW_SECRETS: &str = "MEMTREE_ALLOW_SECRETS";
     /// `off` turns version history (a git repository in the store) off.
     pub const HISTORY: &str = "MEMTREE_HISTORY";
     /// Test-only crash injection: `journal` or `apply:N`.
@@ -51,6 +55,12 @@ pub struct GlobalArgs {
     /// Largest document accepted, in bytes [env: MEMTREE_MAX_DOCUMENT_BYTES; default 1048576]
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_document_bytes: Option<usize>,
+    /// Most levels below root [env: MEMTREE_MAX_DEPTH; default 1000]
+    #[arg(long, global = true, value_name = "LEVELS")]
+    pub max_depth: Option<usize>,
+    /// Store content that looks like a secret (keys, tokens) [env: MEMTREE_ALLOW_SECRETS=1]
+    #[arg(long, global = true)]
+    pub allow_secrets: bool,
     /// Byte budget of the L0 index (table of contents) [env: MEMTREE_INDEX_BUDGET; default 2048]
     #[arg(long, global = true, value_name = "BYTES")]
     pub index_budget: Option<usize>,
@@ -90,13 +100,17 @@ impl Settings {
         if let Some(template) = args.root_template.clone().or_else(|| var(env::ROOT_TEMPLATE)) {
             memory.root_template = template.replace("\\n", "\n");
         }
-        if let Some(max) = byte_count(args.max_document_bytes, env::MAX_DOCUMENT_BYTES)? {
+        if let Some(max) = count(args.max_document_bytes, env::MAX_DOCUMENT_BYTES)? {
             memory.max_document_bytes = max;
         }
-        if let Some(budget) = byte_count(args.index_budget, env::INDEX_BUDGET)? {
+        if let Some(depth) = count(args.max_depth, env::MAX_DEPTH)? {
+            memory.max_depth = depth;
+        }
+        memory.allow_secrets = args.allow_secrets || var(env::ALLOW_SECRETS).is_some_and(|v| v == "1");
+        if let Some(budget) = count(args.index_budget, env::INDEX_BUDGET)? {
             memory.index_budget = budget;
         }
-        if let Some(threshold) = byte_count(None, env::SPLIT_THRESHOLD)? {
+        if let Some(threshold) = count(None, env::SPLIT_THRESHOLD)? {
             memory.split_threshold = threshold;
         }
         if let Some(raw) = var(env::SPLIT) {
@@ -146,13 +160,12 @@ impl Settings {
     }
 }
 
-/// A byte count from its flag, else from the environment variable `name`.
-fn byte_count(flag: Option<usize>, name: &str) -> anyhow::Result<Option<usize>> {
+/// A count (bytes, levels) from its flag, else from the environment
+/// variable `name`.
+fn count(flag: Option<usize>, name: &str) -> anyhow::Result<Option<usize>> {
     match (flag, var(name)) {
         (Some(n), _) => Ok(Some(n)),
-        (None, Some(raw)) => {
-            raw.parse().map(Some).with_context(|| format!("{name}={raw:?} is not a byte count"))
-        }
+        (None, Some(raw)) => raw.parse().map(Some).with_context(|| format!("{name}={raw:?} is not a count")),
         (None, None) => Ok(None),
     }
 }

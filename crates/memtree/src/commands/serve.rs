@@ -6,10 +6,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use memtree_history::Commit;
 use memtree_mcp::MemtreeServer;
-use rmcp::ServiceExt as _;
 
 use crate::cli::Failure;
 use crate::settings::{Settings, env, var};
+
+/// Messages up to this size are read whatever the document limit.
+const MIN_MESSAGE_BYTES: usize = 16 << 20;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -55,11 +57,11 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // A message may carry a whole document, escaped: room for the largest.
+    let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
     runtime.block_on(async {
-        let service =
-            server.serve(rmcp::transport::io::stdio_pipes()).await.context("MCP handshake failed")?;
-        service.waiting().await.context("MCP service failed")?;
-        anyhow::Ok(())
+        let (input, output) = rmcp::transport::io::stdio_pipes();
+        memtree_mcp::framing::serve(server, input, output, max_message).await.context("MCP service failed")
     })?;
     Ok(ExitCode::SUCCESS)
 }
