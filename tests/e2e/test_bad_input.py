@@ -247,14 +247,3 @@ def test_secret_kinds_are_named(cli):
     r = cli("write", input="-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n")
     assert "(private key)" in r.err
 
-
-async def test_depth_limit(serve, store):
-    async with serve(args=["--max-depth", "3"]) as m:
-        await m.build([(None, "- [[a]]\n- [[x]]\n"), ("a", "- [[b]]\n"), ("b", "- [[c]]\n")])
-        before = snapshot(store, include_meta=True)
-        assert await m.update("- [[d]]\n", "c") == err("Error: content: d would be 4 levels deep; the limit is 3")
-        assert await m.call("move_document", {"id": "a", "new_parent": "x"}) == err(
-            "Error: new_parent: a would be 4 levels deep; the limit is 3"
-        )
-        assert snapshot(store, include_meta=True) == before
-        assert await m.call("move_document", {"id": "b", "new_parent": "x"}) == ok("Succeeded\nMoved: b from a to x")

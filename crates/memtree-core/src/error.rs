@@ -27,6 +27,8 @@ pub enum MemoryError {
     FrontMatter(#[from] FrontMatterError),
     #[error("too large ({len} bytes; the limit is {limit})")]
     TooLarge { len: usize, limit: usize },
+    #[error("{links} links; the limit is {limit} per document (give it children that link the rest)")]
+    TooManyLinks { links: usize, limit: usize },
     #[error("{id} would be {depth} levels deep; the limit is {limit}")]
     TooDeep { argument: &'static str, id: DocId, depth: usize, limit: usize },
     #[error(
@@ -73,6 +75,7 @@ impl MemoryError {
             | MemoryError::CaseCollision { .. }
             | MemoryError::FrontMatter(_)
             | MemoryError::TooLarge { .. }
+            | MemoryError::TooManyLinks { .. }
             | MemoryError::Secret { .. } => "content",
             MemoryError::TooDeep { argument, .. } => argument,
             MemoryError::Storage(_) => "storage",

@@ -1,10 +1,14 @@
 //! The `History` trait: every change recorded as one version, so any earlier
 //! version of a document, and any pruned subtree, can be brought back.
 //!
-//! The engine records each [`Change`] while it still holds the exclusive
-//! store lock, so records are in write order across processes; a backend
-//! (git, in `memtree-history`) turns them into versions off the request's
-//! path, and [`History::flush`] waits until it has.
+//! The engine records each [`Change`] while it holds the exclusive store
+//! lock, so records are in write order across processes: prepared before
+//! the change is applied, confirmed once it is durable. A process killed in
+//! between leaves a prepared record, which the next lock holder settles:
+//! confirmed if the change is in the store (a journal's recovery may have
+//! completed it), dropped if not. A backend (git, in `memtree-history`)
+//! turns confirmed records into versions off the request's path, and
+//! [`History::flush`] waits until it has.
 
 use crate::date::civil_date;
 use crate::doc_id::DocId;
@@ -52,10 +56,28 @@ pub enum HistoryError {
     Backend(String),
 }
 
+/// A record prepared for a change not yet applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prepared(pub u128);
+
 pub trait History: Send + Sync {
-    /// Records `change` for a version of its own. Called under the
-    /// exclusive store lock, after the change is durable.
-    fn record(&self, change: &Change) -> Result<(), HistoryError>;
+    /// Records `change`, about to be applied, for a version of its own.
+    /// Called under the exclusive store lock.
+    fn prepare(&self, change: &Change) -> Result<Prepared, HistoryError>;
+
+    /// The prepared change is durable: it may become a version.
+    fn confirm(&self, record: Prepared) -> Result<(), HistoryError>;
+
+    /// The prepared change failed and changed nothing.
+    fn abandon(&self, record: Prepared) -> Result<(), HistoryError>;
+
+    /// Whether a process died between preparing and confirming. Cheap.
+    fn has_unsettled(&self) -> Result<bool, HistoryError>;
+
+    /// Confirms each record a dead process left prepared whose change is
+    /// in the store (`applied`), and drops the others. Called under the
+    /// exclusive store lock.
+    fn settle(&self, applied: &dyn Fn(&Change) -> bool) -> Result<(), HistoryError>;
 
     /// Turns every recorded change into its version, in order, then records
     /// what other programs changed as one version (all documents when

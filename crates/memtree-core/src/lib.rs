@@ -28,7 +28,7 @@ pub use error::{
     CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
 };
 pub use front_matter::Scope;
-pub use history::{History, HistoryError, Version};
+pub use history::{History, HistoryError, Prepared, Version};
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
 pub use memory::Restored;
 pub use memory::{

@@ -53,6 +53,8 @@ pub struct MemorySettings {
     pub split_policy: SplitPolicy,
     /// Most levels below root.
     pub max_depth: usize,
+    /// Most links (children) in one document.
+    pub max_links: usize,
     /// Whether content that looks like a secret may be stored.
     pub allow_secrets: bool,
 }
@@ -67,6 +69,7 @@ impl Default for MemorySettings {
             split_threshold: 10 * 1024,
             split_policy: SplitPolicy::Advise,
             max_depth: 1000,
+            max_links: 10_000,
             allow_secrets: false,
         }
     }
@@ -1011,6 +1014,10 @@ impl Memory {
         if let Some(bad) = new_links.invalid.first() {
             return Err(MemoryError::InvalidLink { target: bad.target.clone(), error: bad.error.clone() });
         }
+        let links_limit = self.settings.max_links;
+        if new_links.ids.len() > links_limit {
+            return Err(MemoryError::TooManyLinks { links: new_links.ids.len(), limit: links_limit });
+        }
         let old = front_matter::split(&old_text);
         let old_links = parse_links(old.body).ids;
         // Sets, so that a document with many thousands of links stays linear.
@@ -1422,14 +1429,31 @@ impl Memory {
     /// index failure is logged, and the next scan or reconciliation
     /// repairs it (history then records it as changed outside memtree).
     fn commit(&self, change: &Change) -> Result<(), MemoryError> {
-        self.storage.apply(change)?;
-        if let Some(history) = &self.history
-            && let Err(error) = history.record(change)
-        {
+        let failed = |error: crate::history::HistoryError| {
             tracing::error!(%error, label = %change.label, "recording history failed");
+        };
+        let record = self.history.as_ref().and_then(|h| h.prepare(change).map_err(failed).ok());
+        if let Err(error) = self.storage.apply(change) {
+            if let (Some(history), Some(record)) = (&self.history, record) {
+                history.abandon(record).unwrap_or_else(failed);
+            }
+            return Err(error.into());
+        }
+        if let (Some(history), Some(record)) = (&self.history, record) {
+            history.confirm(record).unwrap_or_else(failed);
         }
         self.index_change(change);
         Ok(())
+    }
+
+    /// Whether `change` is in the store: each put document holds its text
+    /// and each deleted one is gone.
+    fn is_applied(&self, change: &Change) -> bool {
+        change
+            .puts
+            .iter()
+            .all(|(id, text)| self.storage.read(id).ok().flatten().as_deref() == Some(text.as_str()))
+            && change.deletes.iter().all(|id| matches!(self.storage.stamp(id), Ok(None)))
     }
 
     /// Keeps the index in step with a change just applied. The documents
@@ -1468,14 +1492,22 @@ impl Memory {
     /// recreates `root` if something deleted it. Two stats when all is well.
     fn restore_invariants(&self) -> Result<(), MemoryError> {
         let pending = self.storage.has_pending_change()?;
-        if !pending && self.storage.stamp(&DocId::root())?.is_some() {
+        let unsettled = match &self.history {
+            Some(history) => history.has_unsettled()?,
+            None => false,
+        };
+        if !pending && !unsettled && self.storage.stamp(&DocId::root())?.is_some() {
             return Ok(());
         }
-        // A live writer holds the lock while its journal exists: waiting for
-        // the lock waits for it; a dead one left the work to us.
+        // A live writer holds the lock while its journal (or its prepared
+        // history record) exists: waiting for the lock waits for it; a dead
+        // one left the work to us.
         let _lock = self.storage.lock(LockMode::Exclusive)?;
         if let Some(r) = self.storage.recover()? {
             tracing::warn!(label = %r.label, replayed = r.replayed, "completed an interrupted change");
+        }
+        if let Some(history) = &self.history {
+            history.settle(&|change| self.is_applied(change))?;
         }
         if self.storage.stamp(&DocId::root())?.is_none() {
             tracing::info!("creating root from the template");

@@ -174,6 +174,9 @@ impl Pack {
     }
 }
 
+/// Ids shown of a long path: the first and the last few.
+const PATH_ENDS: usize = 3;
+
 /// The answer of `search`: one hit per line pair, compact.
 pub fn render_hits(hits: &[Hit]) -> String {
     if hits.is_empty() {
@@ -181,7 +184,11 @@ pub fn render_hits(hits: &[Hit]) -> String {
     }
     let mut out = String::new();
     for (i, hit) in hits.iter().enumerate() {
-        let path: Vec<&str> = hit.path.iter().map(DocId::as_str).collect();
+        let mut path: Vec<String> = hit.path.iter().map(|id| id.as_str().to_owned()).collect();
+        if path.len() > 2 * PATH_ENDS + 1 {
+            let hidden = path.len() - 2 * PATH_ENDS;
+            path.splice(PATH_ENDS..path.len() - PATH_ENDS, [format!("… {hidden} more …")]);
+        }
         let _ = writeln!(out, "{}. {} {:.2} · {}", i + 1, citation(hit), hit.score, path.join(" › "));
         for line in hit.excerpt.lines() {
             let _ = writeln!(out, "   {line}");

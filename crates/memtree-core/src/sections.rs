@@ -65,19 +65,31 @@ pub fn title(body: &str) -> Option<String> {
     headings(body).into_iter().find(|h| h.level == HeadingLevel::H1).map(|h| h.text).filter(|t| !t.is_empty())
 }
 
-/// The body's passages, in document order; blank stretches are skipped.
+/// The body's passages, in document order; blank stretches are skipped. A
+/// heading with nothing under it, not even a subsection, is a passage of
+/// its own text, so that its words are found (a new child is `# id` alone).
 pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
     let heads = headings(body);
     let mut out = Vec::new();
     let mut path: Vec<(HeadingLevel, String)> = Vec::new();
     let mut cursor = 0;
     let mut label: Vec<String> = Vec::new();
+    let mut current: Option<(HeadingLevel, usize)> = None;
     for h in heads.iter().map(Some).chain([None]) {
         let end = h.map_or(body.len(), |h| h.start);
+        let before = out.len();
         if end > cursor {
             push_windows(body, cursor, end, &label, max_words, &mut out);
         }
+        if let Some((level, line)) = current
+            && out.len() == before
+            && h.is_none_or(|next| next.level <= level)
+            && let Some(text) = label.last().filter(|t| !t.is_empty())
+        {
+            out.push(Passage { heading_path: label.clone(), text: text.clone(), line });
+        }
         let Some(h) = h else { break };
+        current = Some((h.level, body[..h.start].matches('\n').count() + 1));
         while path.last().is_some_and(|(level, _)| *level >= h.level) {
             path.pop();
         }
@@ -155,11 +167,20 @@ mod tests {
     }
 
     #[test]
-    fn hashes_in_code_are_not_headings_and_empty_sections_vanish() {
+    fn hashes_in_code_are_not_headings_and_empty_sections_are_their_heading() {
         check(
-            "# A\n\n```sh\n# not a heading\n```\n# B\n\n# C\ntext\n",
-            &[(&["A"], "```sh\n# not a heading\n```", 3), (&["C"], "text", 9)],
+            "# A\n\n```sh\n# not a heading\n```\n# B\n\n# C\ntext\n## D\n### E\n",
+            &[
+                (&["A"], "```sh\n# not a heading\n```", 3),
+                (&["B"], "B", 6),
+                (&["C"], "text", 9),
+                (&["C", "D", "E"], "E", 11),
+            ],
         );
+        check("# edited\n", &[(&["edited"], "edited", 1)]);
+        // A paragraph over a `-` line is a setext heading (a link removed
+        // from `- [[child]]` leaves one).
+        check("# a\n\nToken quartz.\n- \n", &[(&["a", "Token quartz."], "Token quartz.", 3)]);
     }
 
     #[test]

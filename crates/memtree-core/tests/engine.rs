@@ -435,17 +435,21 @@ fn the_size_limit_counts_the_stored_document() {
 #[test]
 fn a_document_with_ten_thousand_links() {
     let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
-    let links: String = (0..10_000).map(|i| format!("- [[n{i}]]\n")).collect();
+    let links: String = (0..9_999).map(|i| format!("- [[n{i}]]\n")).collect();
     let outcome = memory.update_document(&DocId::root(), &links).unwrap();
-    assert_eq!(outcome.created.len(), 10_000);
-    assert_eq!(outcome.created[9_999], id("n9999"));
+    assert_eq!(outcome.created.len(), 9_999);
+    assert_eq!(outcome.created[9_998], id("n9998"));
+    assert_eq!(
+        memory.update_document(&DocId::root(), &format!("{links}- [[x]]\n- [[y]]\n")).unwrap_err().report(),
+        "Error: content: 10001 links; the limit is 10000 per document (give it children that link the rest)"
+    );
     let outcome = memory.update_document(&DocId::root(), &format!("{links}- [[N0]]\n")).unwrap_err();
     assert_eq!(
         outcome.report(),
         "Error: content: [[N0]] differs only in letter case from existing document n0"
     );
     let half: String = (0..5_000).map(|i| format!("- [[n{i}]]\n")).collect();
-    assert_eq!(memory.update_document(&DocId::root(), &half).unwrap().deleted.len(), 5_000);
+    assert_eq!(memory.update_document(&DocId::root(), &half).unwrap().deleted.len(), 4_999);
     assert_eq!(memory.tree().unwrap().len(), 5_001);
 }
 

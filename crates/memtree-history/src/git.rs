@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
-use memtree_core::{Change, DocId, History, HistoryError, Version};
+use memtree_core::{Change, DocId, History, HistoryError, Prepared, Version};
 
 use crate::queue::Queue;
 
@@ -26,6 +26,9 @@ use crate::queue::Queue;
 const RECORD_TRAILER: &str = "Memtree-Record: ";
 /// Changes arriving this soon after one another are committed together.
 const COALESCE: Duration = Duration::from_millis(20);
+/// How long a git lock file may be another program's before it is taken
+/// for a killed process's leftover.
+const STALE_LOCK_WAIT: Duration = Duration::from_secs(1);
 /// Records committed per round; their files are removed once the git index
 /// follows, so a crash in between finds them among the last commits.
 const BATCH: usize = 64;
@@ -111,11 +114,36 @@ impl GitHistory {
             .open(&self.lock_path)
             .map_err(backend)?;
         lock.lock().map_err(backend)?;
+        self.clear_stale_locks();
         let mut slot = self.repo.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             *slot = Some(self.open_repo()?);
         }
         f(slot.as_ref().expect("just opened"))
+    }
+
+    /// Removes git lock files a killed memtree process left: every memtree
+    /// process touches the repository only under the history lock, which
+    /// this one now holds, so a lock file that outlives a short wait (for a
+    /// git command run by hand) belongs to no one.
+    fn clear_stale_locks(&self) {
+        let git = self.root.join(".git");
+        let mut locks = vec![git.join("index.lock"), git.join("HEAD.lock")];
+        if let Ok(entries) = fs::read_dir(git.join("refs").join("heads")) {
+            locks.extend(
+                entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")),
+            );
+        }
+        for lock in locks.into_iter().filter(|l| l.exists()) {
+            let deadline = std::time::Instant::now() + STALE_LOCK_WAIT;
+            while lock.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if lock.exists() {
+                tracing::warn!(path = %lock.display(), "removing a stale git lock file");
+                let _ = fs::remove_file(&lock);
+            }
+        }
     }
 
     fn open_repo(&self) -> Result<Repository, HistoryError> {
@@ -314,11 +342,17 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
     Ok(count)
 }
 
+/// Ids a commit message names per line; the rest are counted.
+const NAMED: usize = 20;
+
 /// The body of a commit message: which documents it added, changed, deleted.
 fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String {
     let mut out = String::new();
     for (what, ids) in [("Added", added), ("Changed", changed), ("Deleted", deleted)] {
-        if !ids.is_empty() {
+        if ids.len() > NAMED {
+            let named = memtree_core::tree::join(&ids[..NAMED]);
+            out.push_str(&format!("{what}: {named} (+{} more)\n", ids.len() - NAMED));
+        } else if !ids.is_empty() {
             out.push_str(&format!("{what}: {}\n", memtree_core::tree::join(ids)));
         }
     }
@@ -353,9 +387,9 @@ fn committer(history: &std::sync::Weak<GitHistory>, wake: &(Mutex<bool>, Condvar
     }
 }
 
-impl History for GitHistory {
-    fn record(&self, change: &Change) -> Result<(), HistoryError> {
-        self.queue.push(change).map_err(backend)?;
+impl GitHistory {
+    /// Commits confirmed records now, or wakes the committer.
+    fn committed(&self) -> Result<(), HistoryError> {
         match self.mode {
             Commit::AtOnce => self.flush(Some(&[])),
             Commit::InBackground => {
@@ -365,6 +399,43 @@ impl History for GitHistory {
                 Ok(())
             }
         }
+    }
+}
+
+impl History for GitHistory {
+    fn prepare(&self, change: &Change) -> Result<Prepared, HistoryError> {
+        self.queue.prepare(change).map(Prepared).map_err(backend)
+    }
+
+    fn confirm(&self, record: Prepared) -> Result<(), HistoryError> {
+        self.queue.confirm(record.0).map_err(backend)?;
+        self.committed()
+    }
+
+    fn abandon(&self, record: Prepared) -> Result<(), HistoryError> {
+        self.queue.abandon(record.0).map_err(backend)
+    }
+
+    fn has_unsettled(&self) -> Result<bool, HistoryError> {
+        Ok(!self.queue.prepared().map_err(backend)?.is_empty())
+    }
+
+    fn settle(&self, applied: &dyn Fn(&Change) -> bool) -> Result<(), HistoryError> {
+        let mut confirmed = false;
+        for name in self.queue.prepared().map_err(backend)? {
+            let keep = self
+                .queue
+                .read_prepared(name)
+                .is_ok_and(|r| applied(&Change { puts: r.puts, deletes: r.deletes, label: r.label }));
+            tracing::warn!(name, applied = keep, "settling a change a killed process was making");
+            if keep {
+                self.queue.confirm(name).map_err(backend)?;
+                confirmed = true;
+            } else {
+                self.queue.abandon(name).map_err(backend)?;
+            }
+        }
+        if confirmed { self.committed() } else { Ok(()) }
     }
 
     fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
@@ -481,7 +552,8 @@ mod tests {
             label: "update root".into(),
         };
         fs::write(dir.path().join("root.md"), "# v2\n").unwrap();
-        let name = history.queue.push(&change).unwrap();
+        let name = history.queue.prepare(&change).unwrap();
+        history.queue.confirm(name).unwrap();
         let record = fs::read(history.queue.path(name)).unwrap();
         history.flush(Some(&[])).unwrap();
         // As if the process died after the commit, before removing the record.

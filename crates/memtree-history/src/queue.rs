@@ -1,7 +1,8 @@
 //! The record queue: `.memtree/history/<n>.json`, one file per change not
-//! yet committed. A record is written under the store's exclusive lock, so
-//! names grow in write order across processes; it is renamed into place
-//! whole, so a reader never sees half of one.
+//! yet committed, and `<n>.pending` for a change being applied. A record is
+//! written under the store's exclusive lock, so names grow in write order
+//! across processes; it is renamed into place whole, so a reader never sees
+//! half of one.
 
 use std::fs;
 use std::io;
@@ -29,14 +30,23 @@ impl Queue {
         Queue { dir }
     }
 
-    /// The queued records' names, oldest first.
+    /// The confirmed records' names, oldest first.
     pub fn names(&self) -> io::Result<Vec<u128>> {
+        self.named(".json")
+    }
+
+    /// The names of records prepared and not confirmed.
+    pub fn prepared(&self) -> io::Result<Vec<u128>> {
+        self.named(".pending")
+    }
+
+    fn named(&self, suffix: &str) -> io::Result<Vec<u128>> {
         let mut names = Vec::new();
         match fs::read_dir(&self.dir) {
             Ok(entries) => {
                 for entry in entries {
                     let name = entry?.file_name();
-                    if let Some(n) = name.to_str().and_then(|n| n.strip_suffix(".json")?.parse().ok()) {
+                    if let Some(n) = name.to_str().and_then(|n| n.strip_suffix(suffix)?.parse().ok()) {
                         names.push(n);
                     }
                 }
@@ -48,11 +58,13 @@ impl Queue {
         Ok(names)
     }
 
-    /// Queues `change`. The caller holds the exclusive store lock.
-    pub fn push(&self, change: &Change) -> io::Result<u128> {
+    /// Queues `change` as prepared (`.pending`). The caller holds the
+    /// exclusive store lock.
+    pub fn prepare(&self, change: &Change) -> io::Result<u128> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         // After the last queued name even if the clock stepped back.
-        let name = self.names()?.last().map_or(0, |last| last + 1).max(now.as_nanos());
+        let last = self.names()?.into_iter().chain(self.prepared()?).max();
+        let name = last.map_or(0, |last| last + 1).max(now.as_nanos());
         let record = Record {
             label: change.label.clone(),
             puts: change.puts.clone(),
@@ -62,13 +74,37 @@ impl Queue {
         fs::create_dir_all(&self.dir)?;
         let temp = self.dir.join(format!(".{name}.{}", std::process::id()));
         fs::write(&temp, serde_json::to_vec(&record).map_err(io::Error::other)?)?;
-        fs::rename(&temp, self.path(name))?;
+        fs::rename(&temp, self.pending_path(name))?;
         Ok(name)
     }
 
+    /// A prepared record becomes one to commit.
+    pub fn confirm(&self, name: u128) -> io::Result<()> {
+        fs::rename(self.pending_path(name), self.path(name))
+    }
+
+    /// Drops a prepared record.
+    pub fn abandon(&self, name: u128) -> io::Result<()> {
+        match fs::remove_file(self.pending_path(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     pub fn read(&self, name: u128) -> io::Result<Record> {
-        let bytes = fs::read(self.path(name))?;
-        serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        Self::parse(&fs::read(self.path(name))?)
+    }
+
+    pub fn read_prepared(&self, name: u128) -> io::Result<Record> {
+        Self::parse(&fs::read(self.pending_path(name))?)
+    }
+
+    fn parse(bytes: &[u8]) -> io::Result<Record> {
+        serde_json::from_slice(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    fn pending_path(&self, name: u128) -> PathBuf {
+        self.dir.join(format!("{name:039}.pending"))
     }
 
     pub fn remove(&self, name: u128) -> io::Result<()> {

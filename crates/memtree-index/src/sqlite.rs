@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
 
-const SCHEMA_VERSION: &str = "2";
+const SCHEMA_VERSION: &str = "3";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.

@@ -35,6 +35,8 @@ pub mod env {
     pub const NAMESPACE: &str = "MEMTREE_NAMESPACE";
     /// Most levels below root.
     pub const MAX_DEPTH: &str = "MEMTREE_MAX_DEPTH";
+    /// Most links (children) in one document.
+    pub const MAX_LINKS: &str = "MEMTREE_MAX_LINKS";
     /// `1` lets content that looks like a secret be stored.
     pub const ALLOW_SECRETS: &str = "MEMTREE_ALLOW_SECRETS";
     /// `off` turns version history (a git repository in the store) off.
@@ -105,6 +107,9 @@ impl Settings {
         }
         if let Some(depth) = count(args.max_depth, env::MAX_DEPTH)? {
             memory.max_depth = depth;
+        }
+        if let Some(links) = count(None, env::MAX_LINKS)? {
+            memory.max_links = links;
         }
         memory.allow_secrets = args.allow_secrets || var(env::ALLOW_SECRETS).is_some_and(|v| v == "1");
         if let Some(budget) = count(args.index_budget, env::INDEX_BUDGET)? {
