@@ -18,12 +18,15 @@ use std::time::Duration;
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
 use memtree_core::{Change, DocId, History, HistoryError, Prepared, Version};
+use thread_priority::ThreadPriority;
 
 use crate::queue::Queue;
 
 /// The trailer naming the queued record a commit was made from, so a
 /// record committed just before a crash is not committed twice.
 const RECORD_TRAILER: &str = "Memtree-Record: ";
+/// After this long without a change, a server brings the git index along.
+const IDLE: Duration = Duration::from_secs(1);
 /// Changes arriving this soon after one another are committed together.
 const COALESCE: Duration = Duration::from_millis(20);
 /// How long a git lock file may be another program's before it is taken
@@ -48,6 +51,8 @@ pub struct GitHistory {
     lock_path: PathBuf,
     repo: Mutex<Option<Repository>>,
     mode: Commit,
+    /// Documents committed since the git index last followed.
+    unindexed: Mutex<BTreeSet<DocId>>,
     wake: Arc<(Mutex<bool>, Condvar)>,
 }
 
@@ -67,12 +72,16 @@ impl GitHistory {
     /// The history of the store at `root` (its `.memtree/` folder exists).
     /// The repository is created at the first commit.
     pub fn open(root: &Path, mode: Commit) -> Arc<GitHistory> {
+        // libgit2 keeps up to 256 MiB of parsed objects by default; the
+        // trees of a large flat store would pile up in every server.
+        git2::opts::enable_caching(false);
         let history = Arc::new(GitHistory {
             root: root.to_path_buf(),
             queue: Queue::new(root.join(".memtree").join("history")),
             lock_path: root.join(".memtree").join("history.lock"),
             repo: Mutex::new(None),
             mode,
+            unindexed: Mutex::default(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
         });
         history.begin();
@@ -81,7 +90,14 @@ impl GitHistory {
             let wake = Arc::clone(&history.wake);
             std::thread::Builder::new()
                 .name("memtree-history".into())
-                .spawn(move || committer(&weak, &wake))
+                .spawn(move || {
+                    // Commits may wait; requests may not: on two cores the
+                    // committer must not take the CPU from the server.
+                    if let Err(error) = thread_priority::set_current_thread_priority(ThreadPriority::Min) {
+                        tracing::debug!(?error, "the committer runs at normal priority");
+                    }
+                    committer(&weak, &wake)
+                })
                 .expect("spawning a thread");
         }
         history
@@ -169,6 +185,7 @@ impl GitHistory {
     /// documents they touched and the records done.
     fn drain(&self, repo: &Repository) -> Result<(Vec<DocId>, Vec<u128>), HistoryError> {
         let (mut touched, mut done) = (Vec::new(), Vec::new());
+        self.queue.remove_stale_temps();
         let committed = recent_records(repo)?;
         for name in self.queue.names().map_err(backend)?.into_iter().take(BATCH) {
             done.push(name);
@@ -227,7 +244,7 @@ impl GitHistory {
     /// The first commit's tree: the documents the store held before
     /// history began, committed as they are.
     fn initial_tree<'r>(&self, repo: &'r Repository) -> Result<git2::Tree<'r>, HistoryError> {
-        let mut index = repo.index().map_err(backend)?;
+        let mut index = fresh_index(repo)?;
         add_documents(&mut index, None)?;
         let tree_id = index.write_tree().map_err(backend)?;
         index.write().map_err(backend)?;
@@ -245,7 +262,7 @@ impl GitHistory {
     /// commits what differs from the last commit: changes made by other
     /// programs.
     fn scan(&self, repo: &Repository, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
-        let mut index = repo.index().map_err(backend)?;
+        let mut index = fresh_index(repo)?;
         add_documents(&mut index, changed.map(|ids| (ids, self.root.as_path())))?;
         let tree_id = index.write_tree().map_err(backend)?;
         index.write().map_err(backend)?;
@@ -280,6 +297,116 @@ impl GitHistory {
             .and_then(|o| o.peel_to_commit())
             .map_err(|_| HistoryError::UnknownVersion(version.to_owned()))
     }
+}
+
+impl GitHistory {
+    /// Brings the git index to the files of the documents committed since
+    /// it last did, so that `git status` in the store is clean.
+    fn sync_index(&self, repo: &Repository) -> Result<(), HistoryError> {
+        let ids: Vec<DocId> = std::mem::take(&mut *self.unindexed.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut index = fresh_index(repo)?;
+        add_documents(&mut index, Some((&ids, &self.root)))?;
+        index.write().map_err(backend)
+    }
+
+    /// Packs loose objects once they take room: each commit writes its
+    /// blobs and a new tree per folder on the path (the root tree of a store
+    /// of 10,000 flat documents is 400 KiB), each a file of its own. The
+    /// loose objects go into a new pack (where trees delta against each
+    /// other) and are removed; past [`MAX_PACKS`] packs, everything is
+    /// packed into one.
+    fn compact(&self, repo: &Repository, threshold: u64) -> Result<(), HistoryError> {
+        let objects = self.root.join(".git").join("objects");
+        if loose_bytes(&objects) < threshold {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let loose = loose_objects(&objects);
+        let packs = objects.join("pack");
+        let before: Vec<PathBuf> =
+            fs::read_dir(&packs).map_or(Vec::new(), |d| d.flatten().map(|e| e.path()).collect());
+        let full = before.iter().filter(|p| p.extension().is_some_and(|x| x == "pack")).count() >= MAX_PACKS;
+        let mut builder = repo.packbuilder().map_err(backend)?;
+        if full {
+            let mut ids = Vec::new();
+            repo.odb()
+                .map_err(backend)?
+                .foreach(|id| {
+                    ids.push(*id);
+                    true
+                })
+                .map_err(backend)?;
+            for id in ids {
+                builder.insert_object(id, None).map_err(backend)?;
+            }
+        } else {
+            for (id, _) in &loose {
+                builder.insert_object(*id, None).map_err(backend)?;
+            }
+        }
+        builder.write(&packs, 0o444).map_err(backend)?;
+        let name = builder
+            .name()
+            .map_err(backend)?
+            .map(str::to_owned)
+            .ok_or_else(|| backend("the pack has no name"))?;
+        // What was packed has a copy in the new pack now.
+        for (_, path) in &loose {
+            let _ = fs::remove_file(path);
+        }
+        if full {
+            for old in before.iter().filter(|p| !p.to_string_lossy().contains(&name)) {
+                let _ = fs::remove_file(old);
+            }
+        }
+        tracing::info!(
+            objects = builder.written(),
+            full,
+            ms = started.elapsed().as_millis() as u64,
+            "packed history"
+        );
+        Ok(())
+    }
+}
+
+/// Loose objects take about this many bytes before they are packed.
+const LOOSE_BYTES: u64 = 32 << 20;
+/// Packs kept before they are packed into one.
+const MAX_PACKS: usize = 50;
+/// Object folders sampled to estimate the loose objects' size.
+const SAMPLED: [&str; 4] = ["17", "5a", "a3", "e8"];
+
+/// The loose objects' size on disk, estimated from a few of the 256
+/// folders (as `git gc --auto` counts one).
+fn loose_bytes(objects: &Path) -> u64 {
+    let sampled: u64 = SAMPLED
+        .iter()
+        .filter_map(|d| fs::read_dir(objects.join(d)).ok())
+        .flat_map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()))
+        .sum();
+    sampled * 256 / SAMPLED.len() as u64
+}
+
+/// Every loose object: its id and its file.
+fn loose_objects(objects: &Path) -> Vec<(Oid, PathBuf)> {
+    let mut out = Vec::new();
+    for dir in fs::read_dir(objects).into_iter().flatten().flatten() {
+        let Some(prefix) = dir.file_name().to_str().filter(|n| n.len() == 2).map(str::to_owned) else {
+            continue;
+        };
+        for file in fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+            let Some(rest) = file.file_name().to_str().map(str::to_owned) else { continue };
+            if let Ok(id) = Oid::from_str(&format!("{prefix}{rest}")) {
+                out.push((id, file.path()));
+            }
+        }
+    }
+    out
 }
 
 /// Adds documents to the index: the given ids (removing those whose file is
@@ -322,6 +449,15 @@ fn recent_records(repo: &Repository) -> Result<std::collections::HashSet<u128>, 
         commit = c.parent(0).ok();
     }
     Ok(names)
+}
+
+/// The git index as it is on disk now. The repository object is kept
+/// between calls, and its index with it: another process may have written
+/// the file since, and writing a stale copy back would undo that.
+fn fresh_index(repo: &Repository) -> Result<git2::Index, HistoryError> {
+    let mut index = repo.index().map_err(backend)?;
+    index.read(true).map_err(backend)?;
+    Ok(index)
 }
 
 fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, HistoryError> {
@@ -370,11 +506,13 @@ fn committer(history: &std::sync::Weak<GitHistory>, wake: &(Mutex<bool>, Condvar
             let (pending, signal) = wake;
             let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
             while !*pending {
-                let (next, timeout) =
-                    signal.wait_timeout(pending, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner());
+                let (next, timeout) = signal.wait_timeout(pending, IDLE).unwrap_or_else(|e| e.into_inner());
                 pending = next;
-                if timeout.timed_out() && history.strong_count() == 0 {
-                    return;
+                if timeout.timed_out() {
+                    let Some(history) = history.upgrade() else { return };
+                    if let Err(error) = history.with_repo(|repo| history.sync_index(repo)) {
+                        tracing::warn!(%error, "bringing the git index along failed");
+                    }
                 }
             }
             *pending = false;
@@ -442,9 +580,7 @@ impl History for GitHistory {
         self.with_repo(|repo| {
             loop {
                 let (touched, done) = self.drain(repo)?;
-                let mut index = repo.index().map_err(backend)?;
-                add_documents(&mut index, Some((&touched, &self.root)))?;
-                index.write().map_err(backend)?;
+                self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(touched);
                 for name in &done {
                     self.queue.remove(*name).map_err(backend)?;
                 }
@@ -453,9 +589,16 @@ impl History for GitHistory {
                 }
             }
             match changed {
-                Some([]) => Ok(()),
-                other => self.scan(repo, other),
+                // A server brings the git index along when idle, not
+                // between writes.
+                Some([]) if self.mode == Commit::InBackground => {}
+                Some([]) => self.sync_index(repo)?,
+                other => {
+                    self.sync_index(repo)?;
+                    self.scan(repo, other)?;
+                }
             }
+            self.compact(repo, LOOSE_BYTES)
         })
     }
 
@@ -565,5 +708,43 @@ mod tests {
             ["update root; Changed: root", "history starts: 1 document"]
         );
         assert!(history.queue.names().unwrap().is_empty());
+    }
+
+    #[test]
+    fn packing_keeps_every_version_and_leaves_no_loose_object() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
+        let history = GitHistory::open(dir.path(), Commit::AtOnce);
+        for i in 1..=5 {
+            let text = format!("# v{i}\n");
+            fs::write(dir.path().join("root.md"), &text).unwrap();
+            let change =
+                Change { puts: vec![(DocId::root(), text)], deletes: vec![], label: format!("update {i}") };
+            let name = history.queue.prepare(&change).unwrap();
+            history.queue.confirm(name).unwrap();
+            history.flush(Some(&[])).unwrap();
+        }
+        history.with_repo(|repo| history.compact(repo, 0)).unwrap();
+        let objects = dir.path().join(".git/objects");
+        assert_eq!(loose_objects(&objects).len(), 0);
+        let packs = fs::read_dir(objects.join("pack")).unwrap().flatten().count();
+        assert_eq!(packs, 2, "one .pack and its .idx");
+        let log = history.log(Some(&DocId::root()), 10).unwrap();
+        assert_eq!(log.len(), 6);
+        for (i, v) in log.iter().rev().enumerate() {
+            assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
+        }
+        // Committing goes on after packing.
+        let change = Change {
+            puts: vec![(DocId::root(), "# v6\n".into())],
+            deletes: vec![],
+            label: "update 6".into(),
+        };
+        fs::write(dir.path().join("root.md"), "# v6\n").unwrap();
+        let name = history.queue.prepare(&change).unwrap();
+        history.queue.confirm(name).unwrap();
+        history.flush(None).unwrap();
+        assert_eq!(history.log(None, 10).unwrap().len(), 7);
     }
 }

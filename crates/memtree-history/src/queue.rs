@@ -11,6 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtree_core::{Change, DocId};
 
+/// How old a temporary record file must be to be a dead writer's.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A change waiting for its commit.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
@@ -76,6 +79,21 @@ impl Queue {
         fs::write(&temp, serde_json::to_vec(&record).map_err(io::Error::other)?)?;
         fs::rename(&temp, self.pending_path(name))?;
         Ok(name)
+    }
+
+    /// Removes the temporary files of records a killed process was writing
+    /// (only old ones: a live writer may be writing one now).
+    pub fn remove_stale_temps(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let stale = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_TEMP));
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with('.')) && stale {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// A prepared record becomes one to commit.

@@ -49,7 +49,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             }
         }
     });
-    let server = MemtreeServer::new(trees, tools.as_deref())
+    let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref())
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -63,5 +63,12 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         let (input, output) = rmcp::transport::io::stdio_pipes();
         memtree_mcp::framing::serve(server, input, output, max_message).await.context("MCP service failed")
     })?;
+    // The client left: commit what is queued and bring the git index
+    // along now, rather than leave it to the next process.
+    for memory in [Some(trees.own()), trees.shared()].into_iter().flatten() {
+        if let Err(error) = memory.flush_history(None) {
+            tracing::warn!(%error, "history not brought up to date at exit");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
