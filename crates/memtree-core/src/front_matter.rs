@@ -205,16 +205,30 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let mut lines: Vec<String> = parts.yaml.unwrap_or("").lines().map(str::to_owned).collect();
     for (key, value) in keys {
         let prefix = format!("{key}:");
-        let at = lines.iter().position(|l| l.starts_with(&prefix));
+        let at = lines.iter().position(|l| {
+            l.strip_prefix(&prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        });
         let value_line = value.as_ref().map(|v| format!("{key}: {}", scalar(v)));
+        // A value goes on over indented lines, blank ones (inside a block
+        // scalar) and a sequence written at column 0.
+        let continuation = |i: usize| {
+            let more = lines[i + 1..]
+                .iter()
+                .take_while(|l| {
+                    l.trim().is_empty() || l.starts_with([' ', '\t']) || *l == "-" || l.starts_with("- ")
+                })
+                .count();
+            // Blank lines at the end separate it from what follows.
+            more - lines[i + 1..i + 1 + more].iter().rev().take_while(|l| l.trim().is_empty()).count()
+        };
         match (at, value_line) {
             (Some(i), Some(line)) => {
-                let continuation = lines[i + 1..].iter().take_while(|l| l.starts_with([' ', '\t'])).count();
-                lines.splice(i..=i + continuation, [line]);
+                let end = i + continuation(i);
+                lines.splice(i..=end, [line]);
             }
             (Some(i), None) => {
-                let continuation = lines[i + 1..].iter().take_while(|l| l.starts_with([' ', '\t'])).count();
-                lines.drain(i..=i + continuation);
+                let end = i + continuation(i);
+                lines.drain(i..=end);
             }
             (None, Some(line)) => lines.push(line),
             (None, None) => {}
@@ -227,10 +241,31 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     format!("---\n{yaml}---\n{}", parts.body)
 }
 
-/// A string as a YAML scalar that reads back as the same string.
+/// A string as a YAML scalar that reads back as the same string (or, for
+/// a number, as that number).
 fn scalar(value: &str) -> String {
-    let plain = matches!(yaml_serde::from_str::<Value>(value), Ok(Value::String(ref s)) if s == value)
-        || value.parse::<f64>().is_ok();
+    if value.chars().any(char::is_control) {
+        // Only a double-quoted scalar keeps line breaks and controls.
+        let mut out = String::from('"');
+        for c in value.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        return out;
+    }
+    let plain = match yaml_serde::from_str::<Value>(value) {
+        Ok(Value::String(s)) => s == value,
+        Ok(Value::Number(_)) => value.parse::<f64>().is_ok(),
+        _ => false,
+    };
     if plain && !value.contains(['#', ':']) && !value.starts_with(['\'', '"', ' ']) {
         value.to_owned()
     } else {
@@ -358,5 +393,32 @@ mod tests {
                     e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n\
                     g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n";
         assert!(matches!(FrontMatter::parse(bomb), Err(FrontMatterError::InvalidYaml(_))));
+    }
+
+    /// Inputs the front_matter fuzz target found.
+    #[test]
+    fn set_keys_values_read_back_and_only_their_key_is_replaced() {
+        let reads = |text: &str, key: &str| -> Option<Value> {
+            let yaml = split(text).yaml.unwrap();
+            let map: std::collections::BTreeMap<String, Value> = yaml_serde::from_str(yaml).unwrap();
+            map.get(key).cloned()
+        };
+        for why in ["a\nb", "line\n---\nafter", "tab\there", "bell\u{7}", "quote \" and \\ back"] {
+            let text = set_keys("# x\n", &[("why", Some(why.to_owned()))]);
+            assert_eq!(reads(&text, "why"), Some(Value::String(why.to_owned())), "{text}");
+            assert_eq!(split(&text).body, "# x\n");
+        }
+        let big = set_keys("# x\n", &[("priority", Some("44414414411444114441".to_owned()))]);
+        assert_eq!(reads(&big, "priority"), Some(Value::String("44414414411444114441".to_owned())));
+        let number = set_keys("# x\n", &[("priority", Some("0.5".to_owned()))]);
+        assert!(matches!(reads(&number, "priority"), Some(Value::Number(_))));
+        // A longer key that starts with the same word is another key.
+        let text = "---\nexpires:x: 1\nexpires: 2020-01-01\n---\n# x\n";
+        let set = set_keys(text, &[("expires", Some("2030-01-01".to_owned()))]);
+        assert_eq!(set, "---\nexpires:x: 1\nexpires: 2030-01-01\n---\n# x\n");
+        // A sequence at column 0 and a block scalar with a blank line go with their key.
+        let text = "---\nwhy:\n- a\n- b\nnote: |\n  one\n\n  two\nscope: agent\n---\nbody\n";
+        let set = set_keys(text, &[("why", Some("c".to_owned())), ("note", None)]);
+        assert_eq!(set, "---\nwhy: c\nscope: agent\n---\nbody\n");
     }
 }

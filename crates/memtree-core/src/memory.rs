@@ -642,7 +642,20 @@ impl Memory {
         let old_text = self.read_existing(&old_parent)?;
         let split = front_matter::split(&old_text);
         let block = split.block.unwrap_or("");
-        let old_parent_text = format!("{block}{}", links::remove_links_to(split.body, id));
+        let without = links::remove_links_to(split.body, id);
+        // Removing the link text must remove that link and nothing else: in
+        // tangled Markdown (a link inside another's brackets, before an
+        // indented line) it can change what the rest means.
+        let expected: Vec<DocId> = parse_links(split.body).ids.into_iter().filter(|l| l != id).collect();
+        if parse_links(&without).ids != expected {
+            return Err(invalid(
+                "id",
+                format!(
+                    "the link to {id} in {old_parent} cannot be taken out cleanly; edit {old_parent} first"
+                ),
+            ));
+        }
+        let old_parent_text = format!("{block}{without}");
         let mut new_parent_text = self.read_existing(new_parent)?;
         if !new_parent_text.is_empty() && !new_parent_text.ends_with('\n') {
             new_parent_text.push('\n');

@@ -230,6 +230,16 @@ pub enum SectionLookup {
     },
 }
 
+/// Where the text under a heading starts: after the line break that ends
+/// the heading, which its range may or may not include.
+fn after_heading(body: &str, h: &Heading) -> usize {
+    if body[..h.end].ends_with('\n') {
+        h.end
+    } else {
+        body[h.end..].find('\n').map_or(body.len(), |n| h.end + n + 1)
+    }
+}
+
 /// Finds the section whose heading text is `name` (leading `#`s ignored;
 /// exact text first, then ignoring letter case).
 pub fn find_section(body: &str, name: &str) -> SectionLookup {
@@ -243,8 +253,7 @@ pub fn find_section(body: &str, name: &str) -> SectionLookup {
         [] => SectionLookup::NotFound { headings: heads.iter().map(|h| h.text.clone()).collect() },
         [i] => {
             let h = &heads[*i];
-            let body_start =
-                body[h.end.saturating_sub(1)..].find('\n').map_or(body.len(), |n| h.end - 1 + n + 1);
+            let body_start = after_heading(body, h);
             let end = heads[i + 1..].iter().find(|n| n.level <= h.level).map_or(body.len(), |n| n.start);
             SectionLookup::Found(SectionSpan {
                 start: h.start,
@@ -338,8 +347,7 @@ pub fn top_sections(body: &str) -> TopSections {
         .enumerate()
         .map(|(i, h)| {
             let end = tops.get(i + 1).map_or(body.len(), |n| n.start);
-            let body_start =
-                body[h.end.saturating_sub(1)..].find('\n').map_or(body.len(), |n| h.end - 1 + n + 1);
+            let body_start = after_heading(body, h);
             (h.text.clone(), body[body_start.max(h.end).min(end)..end].to_owned())
         })
         .collect();
@@ -354,6 +362,13 @@ pub fn top_sections(body: &str) -> TopSections {
 #[cfg(test)]
 mod top_section_tests {
     use super::*;
+
+    #[test]
+    fn a_last_heading_ending_in_a_wide_character_is_cut_at_a_boundary() {
+        // Found by the links_sections fuzz target.
+        assert_eq!(top_sections("# Doc\n## Café").sections, vec![("Café".to_owned(), String::new())]);
+        assert!(matches!(find_section("# Café", "Café"), SectionLookup::Found(_)));
+    }
 
     #[test]
     fn cuts_below_the_title_and_keeps_subsections_inside() {

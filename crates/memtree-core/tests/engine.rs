@@ -729,3 +729,19 @@ fn suggestions_name_large_empty_and_stale_documents() {
         ]
     );
 }
+
+/// An input the links_sections fuzz target found: taking `[[d]]` out of
+/// `[[x[[d]]]]` would leave a new link `[[x]]`; the move is refused.
+#[test]
+fn a_move_never_leaves_a_changed_link_set_in_the_old_parent() {
+    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    memory.update_document(&DocId::root(), "- [[p]]\n- [[q]]\n").unwrap();
+    memory.update_document(&id("p"), "[[x[[d]]]]\n").unwrap();
+    let before = memory.read_document(&id("p")).unwrap();
+    assert_eq!(
+        memory.move_document(&id("d"), &id("q")).unwrap_err().report(),
+        "Error: id: the link to d in p cannot be taken out cleanly; edit p first"
+    );
+    assert_eq!(memory.read_document(&id("p")).unwrap(), before);
+    assert!(memory.validate().unwrap().is_healthy());
+}

@@ -28,9 +28,6 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
         .filter_map(Value::as_str)
         .collect();
     for (name, value) in arguments {
-        if value.is_null() && !required.contains(&name.as_str()) {
-            continue;
-        }
         let Some(property) = properties.and_then(|p| p.get(name)) else {
             let expected = match known() {
                 k if k.is_empty() => "this tool takes no arguments".to_owned(),
@@ -38,17 +35,11 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
             };
             return Err(format!("Error: {}: unknown argument ({expected})", printable(name)));
         };
-        if let Some(types) = property.get("type") {
-            let allowed: Vec<&str> = match types {
-                Value::String(t) => vec![t.as_str()],
-                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
-                _ => vec![],
-            };
-            if !allowed.is_empty() && !allowed.contains(&json_type(value)) {
-                let wanted =
-                    allowed.iter().filter(|t| **t != "null").copied().collect::<Vec<_>>().join(" or ");
-                return Err(format!("Error: {name}: expected {wanted}, got {}", json_type(value)));
-            }
+        if value.is_null() && !required.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(what) = mismatch(value, property) {
+            return Err(format!("Error: {name}: {what}"));
         }
     }
     if let Some(name) = required.into_iter().find(|n| !arguments.contains_key(*n)) {
@@ -58,13 +49,16 @@ pub fn check(tool: &Tool, arguments: Option<&JsonObject>) -> Result<(), String> 
 }
 
 /// The schema without what a client can do without: `$schema` (MCP's
-/// default dialect is the one schemars writes), `format` and `minimum`
-/// annotations, and `null` in the types of optional arguments (leaving an
-/// argument out says the same).
+/// default dialect is the one schemars writes), `minimum` (an unsigned
+/// format says it) and other formats, and `null` in the types of optional
+/// arguments (leaving an argument out says the same).
 pub fn compact_schema(schema: &JsonObject) -> JsonObject {
     let mut out = JsonObject::new();
     for (key, value) in schema {
         match (key.as_str(), value) {
+            ("format", Value::String(f)) if f.starts_with("uint") => {
+                out.insert(key.clone(), value.clone());
+            }
             ("$schema" | "format" | "minimum", _) => {}
             ("type", Value::Array(types)) => {
                 let types: Vec<&Value> = types.iter().filter(|t| t.as_str() != Some("null")).collect();
@@ -93,6 +87,48 @@ pub fn compact_schema(schema: &JsonObject) -> JsonObject {
         }
     }
     out
+}
+
+/// What is wrong with `value` against `schema`, if anything: its type (an
+/// integer is a number too), the range of an unsigned integer format, and
+/// the items of an array and the values of a map, recursively.
+fn mismatch(value: &Value, schema: &Value) -> Option<String> {
+    if let Some(types) = schema.get("type") {
+        let allowed: Vec<&str> = match types {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let found = json_type(value);
+        let fits = allowed.contains(&found) || (found == "integer" && allowed.contains(&"number"));
+        if !allowed.is_empty() && !fits {
+            let wanted = allowed.iter().filter(|t| **t != "null").copied().collect::<Vec<_>>().join(" or ");
+            return Some(format!("expected {wanted}, got {found}"));
+        }
+    }
+    let max = match schema.get("format").and_then(Value::as_str) {
+        Some("uint8") => Some(u64::from(u8::MAX)),
+        Some("uint16") => Some(u64::from(u16::MAX)),
+        Some("uint32") => Some(u64::from(u32::MAX)),
+        Some("uint64" | "uint") => Some(u64::MAX),
+        _ => None,
+    };
+    if let (Some(max), Value::Number(n)) = (max, value)
+        && n.as_u64().is_none_or(|n| n > max)
+    {
+        return Some(format!("expected an integer from 0 to {max}, got {n}"));
+    }
+    match value {
+        Value::Array(items) => {
+            let item = schema.get("items")?;
+            items.iter().find_map(|v| mismatch(v, item))
+        }
+        Value::Object(map) => {
+            let each = schema.get("additionalProperties").filter(|s| s.is_object())?;
+            map.values().find_map(|v| mismatch(v, each))
+        }
+        _ => None,
+    }
 }
 
 fn json_type(value: &Value) -> &'static str {
@@ -159,6 +195,43 @@ mod tests {
         assert_eq!(
             check(&bare, serde_json::json!({ "x": 1 }).as_object()),
             Err("Error: x: unknown argument (this tool takes no arguments)".to_owned())
+        );
+    }
+
+    /// Disagreements with serde that the tool_arguments fuzz target found.
+    #[test]
+    fn agrees_with_what_serde_accepts() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "limit": { "type": "integer", "format": "uint32" },
+                "priority": { "type": "number" },
+                "plan": { "type": "object", "additionalProperties": { "type": "array", "items": { "type": "string" } } },
+            },
+        });
+        let t = Tool::new("t", "d", Arc::new(schema.as_object().unwrap().clone()));
+        let run = |args: Value| check(&t, args.as_object());
+        assert_eq!(run(serde_json::json!({ "priority": 1 })), Ok(()), "an integer is a number");
+        assert_eq!(
+            run(serde_json::json!({ "limit": -1 })),
+            Err("Error: limit: expected an integer from 0 to 4294967295, got -1".to_owned())
+        );
+        assert_eq!(
+            run(serde_json::json!({ "limit": 4294967296u64 })),
+            Err("Error: limit: expected an integer from 0 to 4294967295, got 4294967296".to_owned())
+        );
+        assert_eq!(run(serde_json::json!({ "plan": { "a": ["x"] } })), Ok(()));
+        assert_eq!(
+            run(serde_json::json!({ "plan": { "a": "x" } })),
+            Err("Error: plan: expected array, got string".to_owned())
+        );
+        assert_eq!(
+            run(serde_json::json!({ "plan": { "a": [1] } })),
+            Err("Error: plan: expected string, got integer".to_owned())
+        );
+        assert_eq!(
+            run(serde_json::json!({ "nope": null })),
+            Err("Error: nope: unknown argument (expected one of: limit, plan, priority)".to_owned())
         );
     }
 }
