@@ -1,0 +1,214 @@
+//! `memtree_core::front_matter`: `split`, `FrontMatter::parse` and
+//! `set_keys` on arbitrary text.
+//!
+//! Input: UTF-8, `TEXT` then optional `\0`-separated key operations:
+//! `key=value` sets a key, a bare `key` removes it. A key that is not one of
+//! the keys `Memory::set_lifecycle` writes (see `KEYS`) is mapped onto one.
+//!
+//! Findings already reported are tolerated unless `FUZZ_STRICT=1` (see
+//! `check_set_keys`); saved examples are in `fuzz/regressions/front_matter/`.
+#![no_main]
+
+use std::sync::LazyLock;
+
+use libfuzzer_sys::fuzz_target;
+use memtree_core::DocId;
+use memtree_core::front_matter::{FrontMatter, set_keys, split};
+use yaml_serde::Value;
+
+/// The keys `set_lifecycle` sets or removes, the only caller of `set_keys`.
+const KEYS: [&str; 6] = ["why", "status", "superseded_by", "scope", "priority", "expires"];
+
+fn check_split(text: &str) {
+    let s = split(text);
+    match (s.block, s.yaml) {
+        (None, None) => assert_eq!(s.body, text),
+        (Some(block), Some(yaml)) => {
+            // block + body is the text, byte for byte.
+            assert_eq!(block.len() + s.body.len(), text.len());
+            assert!(text.starts_with(block) && text.ends_with(s.body));
+            let after_open = block
+                .strip_prefix("---\n")
+                .or_else(|| block.strip_prefix("---\r\n"))
+                .expect("a block opens with a --- line");
+            let close = after_open.strip_prefix(yaml).expect("the YAML follows the opening line");
+            let close_line = close.trim_end_matches(['\n', '\r']);
+            assert!(close_line == "---" || close_line == "...", "closing line {close:?}");
+            assert!(!close.trim_end_matches(['\n', '\r']).contains('\n'));
+            // The block ends at the first closing line.
+            assert!(
+                yaml.split_inclusive('\n')
+                    .all(|l| !matches!(l.trim_end_matches(['\n', '\r']), "---" | "...")),
+                "the block does not close at its first closing line: {yaml:?}"
+            );
+        }
+        other => panic!("block and yaml disagree: {other:?}"),
+    }
+}
+
+fn check_parsed(fm: &FrontMatter) {
+    if let Some(s) = &fm.summary {
+        assert!(!s.contains('\n'), "{s:?}");
+    }
+    if let Some(p) = fm.priority {
+        assert!((0.0..=1.0).contains(&p), "{p}");
+    }
+    if let Some(id) = &fm.superseded_by {
+        assert!(DocId::parse(id).is_ok(), "{id:?}");
+    }
+    if let Some(e) = &fm.expires {
+        let b = e.as_bytes();
+        assert!(b.len() >= 10 && b[4] == b'-' && b[7] == b'-', "{e:?}");
+    }
+}
+
+/// The YAML mapping of a block, if it reads as one (an empty block is one).
+fn mapping(yaml: &str) -> Option<yaml_serde::Mapping> {
+    if yaml.trim().is_empty() {
+        return Some(yaml_serde::Mapping::new());
+    }
+    match yaml_serde::from_str::<Value>(yaml).ok()? {
+        Value::Mapping(m) => Some(m),
+        Value::Null => Some(yaml_serde::Mapping::new()),
+        _ => None,
+    }
+}
+
+/// Whether a YAML value reads back as `expected` (a number as a number).
+fn reads_back(value: &Value, expected: &str) -> bool {
+    match value {
+        Value::String(s) => s == expected,
+        Value::Number(n) => {
+            n.to_string() == expected
+                || matches!((n.as_f64(), expected.parse::<f64>()), (Some(a), Ok(b)) if a == b || (a.is_nan() && b.is_nan()))
+        }
+        _ => false,
+    }
+}
+
+static STRICT: LazyLock<bool> = LazyLock::new(|| std::env::var_os("FUZZ_STRICT").is_some_and(|v| v == "1"));
+
+fn check_set_keys(text: &str, ops: &[(&'static str, Option<String>)]) {
+    let before = split(text);
+    // Known: lines are split at `\n` only (and a `\r` before it dropped),
+    // while YAML (libyaml) also breaks lines at a lone `\r` and at U+0085,
+    // U+2028 and U+2029. Reported; tolerated unless `FUZZ_STRICT=1`.
+    let other_breaks =
+        |yaml: &str| yaml.replace("\r\n", "\n").contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']);
+    if !*STRICT && before.yaml.is_some_and(other_breaks) {
+        return;
+    }
+    // Known: `split` closes a block only at an exact `---`/`...` line, but
+    // YAML also takes `... ` (trailing blanks) as the end of the document, so
+    // keys appended after it are in a second document: invalid. Reported;
+    // tolerated unless `FUZZ_STRICT=1`.
+    let document_end = |yaml: &str| yaml.lines().any(|l| matches!(l.trim_end(), "..." | "---"));
+    if !*STRICT && before.yaml.is_some_and(document_end) {
+        return;
+    }
+    // Known: keys are added as lines at column 0, which is invalid YAML
+    // when the block's mapping is not a block mapping at column 0 (it is
+    // indented, ` a: 1`, or a flow mapping, `{a: 1}`). Reported; tolerated
+    // unless `FUZZ_STRICT=1`.
+    let not_at_column_0 = |yaml: &str| {
+        yaml.lines()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .is_some_and(|l| l.starts_with(|c: char| c.is_whitespace() || "{?&!%".contains(c)))
+    };
+    if !*STRICT && before.yaml.is_some_and(not_at_column_0) {
+        return;
+    }
+    // Known: a key's value is taken to go on over the lines after it that
+    // start with a space or a tab, but a block sequence may start at column
+    // 0 (`tags:\n- a\n- b`), so may other values (`why:\n|`), and a block
+    // scalar may hold an empty line
+    // (`why: |\n  a\n\n  b`); the lines after are left behind, and the YAML
+    // is no longer valid. Reported; tolerated unless `FUZZ_STRICT=1`.
+    let misread_continuation = |yaml: &str| {
+        let lines: Vec<&str> = yaml.lines().collect();
+        let indented = |l: &&str| l.starts_with([' ', '\t']);
+        lines.iter().enumerate().any(|(i, line)| {
+            if !ops.iter().any(|(key, _)| line.starts_with(&format!("{key}:"))) {
+                return false;
+            }
+            let rest = &lines[i + 1..];
+            let end = rest.iter().position(|l| !indented(l)).unwrap_or(rest.len());
+            let value_at_column_0 =
+                |l: &&str| l.starts_with(['-', '|', '>', '[', '{', '\'', '"', '!', '&', '*']);
+            rest[end..]
+                .iter()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| value_at_column_0(l) || (rest[end].trim().is_empty() && indented(l)))
+        })
+    };
+    if !*STRICT && before.yaml.is_some_and(misread_continuation) {
+        return;
+    }
+    // `set_keys` is given documents whose front-matter is valid.
+    let Some(old) = mapping(before.yaml.unwrap_or("")) else { return };
+    if before.yaml.is_some_and(|y| FrontMatter::parse(y).is_err()) {
+        return;
+    }
+    // The last operation on a key wins.
+    let mut last: Vec<(&str, &Option<String>)> = Vec::new();
+    for (key, value) in ops {
+        last.retain(|(k, _)| k != key);
+        last.push((key, value));
+    }
+    let out = set_keys(text, ops);
+    if before.block.is_none() && last.iter().all(|(_, v)| v.is_none()) {
+        // Nothing to write and no block to write it in.
+        assert_eq!(out, text);
+        return;
+    }
+    let after = split(&out);
+    assert_eq!(after.body, before.body, "set_keys changed the body: {out:?}");
+    let yaml = after.yaml.unwrap_or_else(|| panic!("set_keys left no block: {out:?}"));
+    let new = mapping(yaml).unwrap_or_else(|| panic!("set_keys made invalid YAML: {yaml:?}"));
+    for (key, value) in &last {
+        let got = new.get(*key);
+        match value {
+            Some(v) => assert!(
+                got.is_some_and(|g| reads_back(g, v)),
+                "{key} set to {v:?} reads back as {got:?} from {yaml:?}"
+            ),
+            None => assert!(got.is_none(), "{key} removed but reads {got:?} from {yaml:?}"),
+        }
+    }
+    // Keys not touched keep their values.
+    for (key, value) in &old {
+        if key.as_str().is_some_and(|k| last.iter().any(|(l, _)| *l == k)) {
+            continue;
+        }
+        assert_eq!(new.get(key), Some(value), "untouched key {key:?} changed in {yaml:?}");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(input) = std::str::from_utf8(data) else { return };
+    let mut parts = input.split('\0');
+    let text = parts.next().unwrap_or("");
+    let ops: Vec<(&'static str, Option<String>)> = parts
+        .take(8)
+        .map(|op| {
+            let (key, value) = match op.split_once('=') {
+                Some((k, v)) => (k, Some(v.to_owned())),
+                None => (op, None),
+            };
+            let key = KEYS.iter().copied().find(|k| *k == key).unwrap_or(KEYS[key.len() % KEYS.len()]);
+            (key, value)
+        })
+        .collect();
+
+    check_split(text);
+    // Parsing never panics, on a block's YAML or on any text.
+    if let Some(yaml) = split(text).yaml
+        && let Ok(fm) = FrontMatter::parse(yaml)
+    {
+        check_parsed(&fm);
+    }
+    if let Ok(fm) = FrontMatter::parse(text) {
+        check_parsed(&fm);
+    }
+    check_set_keys(text, &ops);
+});
