@@ -57,6 +57,11 @@ impl Namespaced {
         self.shared.as_ref()
     }
 
+    /// Every tree: the own one, then the shared one.
+    pub fn each(&self) -> impl Iterator<Item = &Arc<Memory>> {
+        std::iter::once(&self.own).chain(&self.shared)
+    }
+
     fn trees(&self) -> Vec<(&Memory, bool)> {
         let mut trees = vec![(&*self.own, false)];
         trees.extend(self.shared.as_deref().map(|s| (s, true)));

@@ -69,7 +69,7 @@ pub fn open_trees_with(settings: &Settings, commit: Commit) -> anyhow::Result<Na
 /// commands that read an index).
 pub fn open_reconciled(settings: &Settings) -> anyhow::Result<Namespaced> {
     let trees = open_trees(settings)?;
-    for memory in [Some(trees.own()), trees.shared()].into_iter().flatten() {
+    for memory in trees.each() {
         let report = memory.reconcile().context("cannot bring the index up to date")?;
         tracing::info!(?report, "index reconciled");
     }

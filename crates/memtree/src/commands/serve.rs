@@ -65,7 +65,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     })?;
     // The client left: commit what is queued and bring the git index
     // along now, rather than leave it to the next process.
-    for memory in [Some(trees.own()), trees.shared()].into_iter().flatten() {
+    for memory in trees.each() {
         if let Err(error) = memory.flush_history(None) {
             tracing::warn!(%error, "history not brought up to date at exit");
         }
