@@ -20,7 +20,9 @@ use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sor
 use memtree_core::{Change, DocId, History, HistoryError, Prepared, Version};
 use thread_priority::ThreadPriority;
 
+use crate::packs;
 use crate::queue::Queue;
+use crate::round::{self, Round};
 
 /// The trailer naming the queued record a commit was made from, so a
 /// record committed just before a crash is not committed twice.
@@ -34,7 +36,7 @@ const COALESCE: Duration = Duration::from_millis(20);
 const STALE_LOCK_WAIT: Duration = Duration::from_secs(1);
 /// Records committed per round; their files are removed once the git index
 /// follows, so a crash in between finds them among the last commits.
-const BATCH: usize = 64;
+const BATCH: usize = 16;
 
 /// When queued changes are committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +58,7 @@ pub struct GitHistory {
     wake: Arc<(Mutex<bool>, Condvar)>,
 }
 
-fn backend(error: impl std::fmt::Display) -> HistoryError {
+pub(crate) fn backend(error: impl std::fmt::Display) -> HistoryError {
     HistoryError::Backend(error.to_string())
 }
 
@@ -77,7 +79,7 @@ impl GitHistory {
         git2::opts::enable_caching(false);
         let history = Arc::new(GitHistory {
             root: root.to_path_buf(),
-            queue: Queue::new(root.join(".memtree").join("history")),
+            queue: Queue::new(&root.join(".memtree")),
             lock_path: root.join(".memtree").join("history.lock"),
             repo: Mutex::new(None),
             mode,
@@ -110,7 +112,7 @@ impl GitHistory {
     fn begin(&self) {
         let started = self.with_repo(|repo| match head_commit(repo)? {
             Some(_) => Ok(()),
-            None => self.initial_tree(repo).map(drop),
+            None => self.initial_commit(),
         });
         if let Err(error) = started {
             tracing::error!(%error, "cannot start the history; changes stay queued");
@@ -181,13 +183,21 @@ impl GitHistory {
         Signature::now("memtree", "memtree@localhost").map_err(backend)
     }
 
-    /// Commits up to [`BATCH`] queued records, oldest first. Returns the
-    /// documents they touched and the records done.
+    /// Commits up to [`BATCH`] queued records, oldest first, in one round.
+    /// Returns the documents they touched and the records done.
     fn drain(&self, repo: &Repository) -> Result<(Vec<DocId>, Vec<u128>), HistoryError> {
         let (mut touched, mut done) = (Vec::new(), Vec::new());
         self.queue.remove_stale_temps();
-        let committed = recent_records(repo)?;
-        for name in self.queue.names().map_err(backend)?.into_iter().take(BATCH) {
+        let names: Vec<u128> = self.queue.names().map_err(backend)?.into_iter().take(BATCH).collect();
+        if names.is_empty() {
+            return Ok((touched, done));
+        }
+        if head_commit(repo)?.is_none() {
+            self.initial_commit()?;
+        }
+        let round = Round::open(&self.root, names.len())?;
+        let committed = recent_records(round.tip()?)?;
+        for name in names {
             done.push(name);
             if committed.contains(&name) {
                 continue; // Committed just before a crash.
@@ -199,12 +209,8 @@ impl GitHistory {
                     continue;
                 }
             };
-            let trailer = format!("{RECORD_TRAILER}{name}");
-            let head = head_commit(repo)?;
-            let base = match &head {
-                Some(commit) => commit.tree().map_err(backend)?,
-                None => self.initial_tree(repo)?,
-            };
+            let repo = round.repo();
+            let base = round.tip()?.ok_or_else(|| backend("no commit to follow"))?.tree().map_err(backend)?;
             let mut update = TreeUpdateBuilder::new();
             let (mut added, mut changed) = (Vec::new(), Vec::new());
             for (id, text) in &record.puts {
@@ -231,65 +237,69 @@ impl GitHistory {
                 continue;
             }
             let tree = repo.find_tree(tree_id).map_err(backend)?;
-            let message = format!("{}\n\n{}{trailer}\n", record.label, describe(&added, &changed, &deleted));
+            let message = format!(
+                "{}\n\n{}{RECORD_TRAILER}{name}\n",
+                record.label,
+                describe(&added, &changed, &deleted)
+            );
             let when = git2::Time::new(record.time, 0);
             let signature = Signature::new("memtree", "memtree@localhost", &when).map_err(backend)?;
-            let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
-            repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &parents).map_err(backend)?;
+            round.commit(&signature, &message, &tree)?;
             touched.extend(added.into_iter().chain(changed).chain(deleted));
         }
+        round.finish()?;
         Ok((touched, done))
     }
 
-    /// The first commit's tree: the documents the store held before
-    /// history began, committed as they are.
-    fn initial_tree<'r>(&self, repo: &'r Repository) -> Result<git2::Tree<'r>, HistoryError> {
-        let mut index = fresh_index(repo)?;
+    /// The first commit: the documents the store held before history
+    /// began, as they are, in one pack.
+    fn initial_commit(&self) -> Result<(), HistoryError> {
+        let round = Round::open(&self.root, round::PACKED)?;
+        let mut index = fresh_index(round.repo())?;
         add_documents(&mut index, None)?;
-        let tree_id = index.write_tree().map_err(backend)?;
-        index.write().map_err(backend)?;
-        let tree = repo.find_tree(tree_id).map_err(backend)?;
-        let signature = Self::signature()?;
-        let message = match tree_len(&tree)? {
-            1 => "history starts: 1 document\n".to_owned(),
-            n => format!("history starts: {n} documents\n"),
-        };
-        repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &[]).map_err(backend)?;
-        Ok(tree)
+        {
+            let tree = round.repo().find_tree(index.write_tree().map_err(backend)?).map_err(backend)?;
+            let message = match tree_len(&tree)? {
+                1 => "history starts: 1 document\n".to_owned(),
+                n => format!("history starts: {n} documents\n"),
+            };
+            round.commit(&Self::signature()?, &message, &tree)?;
+        }
+        round.finish()?;
+        index.write().map_err(backend)
     }
 
     /// Brings the git index to the files (`changed` ids, or all) and
     /// commits what differs from the last commit: changes made by other
     /// programs.
-    fn scan(&self, repo: &Repository, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
-        let mut index = fresh_index(repo)?;
+    fn scan(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
+        let mut index = fresh_index(round.repo())?;
         add_documents(&mut index, changed.map(|ids| (ids, self.root.as_path())))?;
         let tree_id = index.write_tree().map_err(backend)?;
-        index.write().map_err(backend)?;
-        let head = head_commit(repo)?;
-        let Some(head) = head else {
+        let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend)? else {
             return Ok(()); // The first drain commits everything.
         };
-        let base = head.tree().map_err(backend)?;
-        if base.id() == tree_id {
-            return Ok(());
-        }
-        let tree = repo.find_tree(tree_id).map_err(backend)?;
-        let diff = repo.diff_tree_to_tree(Some(&base), Some(&tree), None).map_err(backend)?;
-        let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
-        for delta in diff.deltas() {
-            let path = delta.new_file().path().or(delta.old_file().path());
-            let Some(id) = path.and_then(id_of) else { continue };
-            match delta.status() {
-                git2::Delta::Added => added.push(id),
-                git2::Delta::Deleted => deleted.push(id),
-                _ => changed.push(id),
+        if base.id() != tree_id {
+            let tree = round.repo().find_tree(tree_id).map_err(backend)?;
+            let diff = round.repo().diff_tree_to_tree(Some(&base), Some(&tree), None).map_err(backend)?;
+            let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+            for delta in diff.deltas() {
+                let path = delta.new_file().path().or(delta.old_file().path());
+                let Some(id) = path.and_then(id_of) else { continue };
+                match delta.status() {
+                    git2::Delta::Added => added.push(id),
+                    git2::Delta::Deleted => deleted.push(id),
+                    _ => changed.push(id),
+                }
             }
+            let message = format!("changed outside memtree\n\n{}", describe(&added, &changed, &deleted));
+            round.commit(&Self::signature()?, &message, &tree)?;
         }
-        let message = format!("changed outside memtree\n\n{}", describe(&added, &changed, &deleted));
-        let signature = Self::signature()?;
-        repo.commit(Some("HEAD"), &signature, &signature, &message, &tree, &[&head]).map_err(backend)?;
-        Ok(())
+        drop(base);
+        // The index names the round's blobs: written once they are.
+        round.finish()?;
+        index.write().map_err(backend)
     }
 
     fn resolve<'r>(repo: &'r Repository, version: &str) -> Result<git2::Commit<'r>, HistoryError> {
@@ -313,100 +323,6 @@ impl GitHistory {
         add_documents(&mut index, Some((&ids, &self.root)))?;
         index.write().map_err(backend)
     }
-
-    /// Packs loose objects once they take room: each commit writes its
-    /// blobs and a new tree per folder on the path (the root tree of a store
-    /// of 10,000 flat documents is 400 KiB), each a file of its own. The
-    /// loose objects go into a new pack (where trees delta against each
-    /// other) and are removed; past [`MAX_PACKS`] packs, everything is
-    /// packed into one.
-    fn compact(&self, repo: &Repository, threshold: u64) -> Result<(), HistoryError> {
-        let objects = self.root.join(".git").join("objects");
-        if loose_bytes(&objects) < threshold {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        let loose = loose_objects(&objects);
-        let packs = objects.join("pack");
-        let before: Vec<PathBuf> =
-            fs::read_dir(&packs).map_or(Vec::new(), |d| d.flatten().map(|e| e.path()).collect());
-        let full = before.iter().filter(|p| p.extension().is_some_and(|x| x == "pack")).count() >= MAX_PACKS;
-        let mut builder = repo.packbuilder().map_err(backend)?;
-        if full {
-            let mut ids = Vec::new();
-            repo.odb()
-                .map_err(backend)?
-                .foreach(|id| {
-                    ids.push(*id);
-                    true
-                })
-                .map_err(backend)?;
-            for id in ids {
-                builder.insert_object(id, None).map_err(backend)?;
-            }
-        } else {
-            for (id, _) in &loose {
-                builder.insert_object(*id, None).map_err(backend)?;
-            }
-        }
-        builder.write(&packs, 0o444).map_err(backend)?;
-        let name = builder
-            .name()
-            .map_err(backend)?
-            .map(str::to_owned)
-            .ok_or_else(|| backend("the pack has no name"))?;
-        // What was packed has a copy in the new pack now.
-        for (_, path) in &loose {
-            let _ = fs::remove_file(path);
-        }
-        if full {
-            for old in before.iter().filter(|p| !p.to_string_lossy().contains(&name)) {
-                let _ = fs::remove_file(old);
-            }
-        }
-        tracing::info!(
-            objects = builder.written(),
-            full,
-            ms = started.elapsed().as_millis() as u64,
-            "packed history"
-        );
-        Ok(())
-    }
-}
-
-/// Loose objects take about this many bytes before they are packed.
-const LOOSE_BYTES: u64 = 32 << 20;
-/// Packs kept before they are packed into one.
-const MAX_PACKS: usize = 50;
-/// Object folders sampled to estimate the loose objects' size.
-const SAMPLED: [&str; 4] = ["17", "5a", "a3", "e8"];
-
-/// The loose objects' size on disk, estimated from a few of the 256
-/// folders (as `git gc --auto` counts one).
-fn loose_bytes(objects: &Path) -> u64 {
-    let sampled: u64 = SAMPLED
-        .iter()
-        .filter_map(|d| fs::read_dir(objects.join(d)).ok())
-        .flat_map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()))
-        .sum();
-    sampled * 256 / SAMPLED.len() as u64
-}
-
-/// Every loose object: its id and its file.
-fn loose_objects(objects: &Path) -> Vec<(Oid, PathBuf)> {
-    let mut out = Vec::new();
-    for dir in fs::read_dir(objects).into_iter().flatten().flatten() {
-        let Some(prefix) = dir.file_name().to_str().filter(|n| n.len() == 2).map(str::to_owned) else {
-            continue;
-        };
-        for file in fs::read_dir(dir.path()).into_iter().flatten().flatten() {
-            let Some(rest) = file.file_name().to_str().map(str::to_owned) else { continue };
-            if let Ok(id) = Oid::from_str(&format!("{prefix}{rest}")) {
-                out.push((id, file.path()));
-            }
-        }
-    }
-    out
 }
 
 /// Adds documents to the index: the given ids (removing those whose file is
@@ -436,10 +352,10 @@ fn add_documents(index: &mut git2::Index, only: Option<(&[DocId], &Path)>) -> Re
     Ok(())
 }
 
-/// The records named by the last [`BATCH`] commits.
-fn recent_records(repo: &Repository) -> Result<std::collections::HashSet<u128>, HistoryError> {
+/// The records named by the last [`BATCH`] commits up to `tip`.
+fn recent_records(tip: Option<git2::Commit<'_>>) -> Result<std::collections::HashSet<u128>, HistoryError> {
     let mut names = std::collections::HashSet::new();
-    let mut commit = head_commit(repo)?;
+    let mut commit = tip;
     for _ in 0..BATCH {
         let Some(c) = commit else { break };
         let message = c.message().unwrap_or("");
@@ -595,10 +511,10 @@ impl History for GitHistory {
                 Some([]) => self.sync_index(repo)?,
                 other => {
                     self.sync_index(repo)?;
-                    self.scan(repo, other)?;
+                    self.scan(other)?;
                 }
             }
-            self.compact(repo, LOOSE_BYTES)
+            packs::compact(repo, packs::LOOSE_BYTES)
         })
     }
 
@@ -725,11 +641,10 @@ mod tests {
             history.queue.confirm(name).unwrap();
             history.flush(Some(&[])).unwrap();
         }
-        history.with_repo(|repo| history.compact(repo, 0)).unwrap();
+        history.with_repo(|repo| packs::compact(repo, 0)).unwrap();
         let objects = dir.path().join(".git/objects");
-        assert_eq!(loose_objects(&objects).len(), 0);
-        let packs = fs::read_dir(objects.join("pack")).unwrap().flatten().count();
-        assert_eq!(packs, 2, "one .pack and its .idx");
+        assert_eq!(packs::loose_objects(&objects).len(), 0);
+        assert_eq!(packs(&objects).len(), 2, "the first commit's pack and the loose objects'");
         let log = history.log(Some(&DocId::root()), 10).unwrap();
         assert_eq!(log.len(), 6);
         for (i, v) in log.iter().rev().enumerate() {
@@ -746,5 +661,92 @@ mod tests {
         history.queue.confirm(name).unwrap();
         history.flush(None).unwrap();
         assert_eq!(history.log(None, 10).unwrap().len(), 7);
+    }
+
+    fn packs(objects: &Path) -> Vec<PathBuf> {
+        let files = fs::read_dir(objects.join("pack")).unwrap().flatten().map(|e| e.path());
+        files.filter(|p| p.extension().is_some_and(|x| x == "pack")).collect()
+    }
+
+    #[test]
+    fn many_bursts_leave_a_few_packs_and_every_version() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
+        let history = GitHistory::open(dir.path(), Commit::InBackground);
+        let objects = dir.path().join(".git/objects");
+        let (bursts, size) = (40, round::PACKED);
+        let mut most = 0;
+        for burst in 0..bursts {
+            for i in 0..size {
+                let n = burst * size + i + 1;
+                let change = Change {
+                    puts: vec![(DocId::root(), format!("# v{n}\n"))],
+                    deletes: vec![],
+                    label: format!("update {n}"),
+                };
+                let name = history.queue.prepare(&change).unwrap();
+                history.queue.confirm(name).unwrap();
+            }
+            history.flush(Some(&[])).unwrap();
+            most = most.max(packs(&objects).len());
+        }
+        assert!(most <= 32, "packs are rolled up: at most {most}");
+        assert!(packs(&objects).len() < most, "a roll-up happened");
+        assert!(packs::loose_objects(&objects).is_empty());
+        let log = history.log(Some(&DocId::root()), 1000).unwrap();
+        assert_eq!(log.len(), bursts * size + 1);
+        for (i, v) in log.iter().rev().enumerate().step_by(37) {
+            assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
+        }
+        let fsck =
+            std::process::Command::new("git").arg("-C").arg(dir.path()).args(["fsck", "--strict"]).output();
+        if let Ok(fsck) = fsck {
+            assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
+        }
+    }
+
+    #[test]
+    fn a_burst_of_changes_is_one_pack_with_a_commit_each() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
+        let history = GitHistory::open(dir.path(), Commit::InBackground);
+        let objects = dir.path().join(".git/objects");
+        assert_eq!(packs(&objects).len(), 1, "the first commit is a pack");
+        let burst = round::PACKED + 3;
+        // Queued as a server's writes are, then committed in one round.
+        for i in 1..=burst {
+            let change = Change {
+                puts: vec![
+                    (DocId::root(), format!("# v{i}\n")),
+                    (DocId::parse(&format!("n{i}")).unwrap(), "x\n".into()),
+                    (DocId::parse(&format!("deep/er/d{i}")).unwrap(), format!("# d{i}\n")),
+                ],
+                // A folder emptied, one kept.
+                deletes: (i > 1)
+                    .then(|| DocId::parse(&format!("deep/er/d{}", i - 1)).unwrap())
+                    .into_iter()
+                    .collect(),
+                label: format!("update {i}"),
+            };
+            let name = history.queue.prepare(&change).unwrap();
+            history.queue.confirm(name).unwrap();
+        }
+        history.flush(Some(&[])).unwrap();
+        assert_eq!(packs(&objects).len(), 2, "the burst is one more pack");
+        assert!(packs::loose_objects(&objects).is_empty());
+        let log = history.log(Some(&DocId::root()), 100).unwrap();
+        assert_eq!(log.len(), burst + 1);
+        for (i, v) in log.iter().rev().enumerate() {
+            assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
+        }
+        assert!(history.queue.names().unwrap().is_empty());
+        // git itself reads the pack: the branch and every object are sound.
+        let fsck =
+            std::process::Command::new("git").arg("-C").arg(dir.path()).args(["fsck", "--strict"]).output();
+        if let Ok(fsck) = fsck {
+            assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
+        }
     }
 }

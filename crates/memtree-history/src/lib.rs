@@ -3,6 +3,8 @@
 //! path from a durable queue so that none is lost or reordered.
 
 mod git;
+mod packs;
 mod queue;
+mod round;
 
 pub use git::{Commit, GitHistory};

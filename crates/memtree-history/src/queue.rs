@@ -1,12 +1,17 @@
 //! The record queue: `.memtree/history/<n>.json`, one file per change not
-//! yet committed, and `<n>.pending` for a change being applied. A record is
-//! written under the store's exclusive lock, so names grow in write order
-//! across processes; it is renamed into place whole, so a reader never sees
-//! half of one.
+//! yet committed, and `.memtree/history.pending/<n>.json` for a change being
+//! applied. A record is written under the store's exclusive lock, so names
+//! grow in write order across processes; it is renamed into place whole, so
+//! a reader never sees half of one.
+//!
+//! A write must not pay for the queue's length: when commits lag behind a
+//! burst of writes, hundreds of records wait. So the newest name given is
+//! kept in `.memtree/history.last`, and prepared records sit in a folder of
+//! their own, which is empty unless a process died while writing.
 
 use std::fs;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtree_core::{Change, DocId};
@@ -25,72 +30,92 @@ pub struct Record {
 }
 
 pub struct Queue {
+    /// Confirmed records.
     dir: PathBuf,
+    /// Prepared records, and the temporary files records are written to.
+    pending: PathBuf,
+    /// The newest name given.
+    last: PathBuf,
 }
 
 impl Queue {
-    pub fn new(dir: PathBuf) -> Queue {
-        Queue { dir }
+    /// The queue in `meta`, the store's `.memtree/` folder.
+    pub fn new(meta: &Path) -> Queue {
+        Queue {
+            dir: meta.join("history"),
+            pending: meta.join("history.pending"),
+            last: meta.join("history.last"),
+        }
     }
 
     /// The confirmed records' names, oldest first.
     pub fn names(&self) -> io::Result<Vec<u128>> {
-        self.named(".json")
+        named(&self.dir)
     }
 
     /// The names of records prepared and not confirmed.
     pub fn prepared(&self) -> io::Result<Vec<u128>> {
-        self.named(".pending")
+        named(&self.pending)
     }
 
-    fn named(&self, suffix: &str) -> io::Result<Vec<u128>> {
-        let mut names = Vec::new();
-        match fs::read_dir(&self.dir) {
-            Ok(entries) => {
-                for entry in entries {
-                    let name = entry?.file_name();
-                    if let Some(n) = name.to_str().and_then(|n| n.strip_suffix(suffix)?.parse().ok()) {
-                        names.push(n);
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        names.sort_unstable();
-        Ok(names)
-    }
-
-    /// Queues `change` as prepared (`.pending`). The caller holds the
+    /// A name after every queued one, and after the clock's now (in
+    /// nanoseconds) unless the clock stepped back. The caller holds the
     /// exclusive store lock.
+    fn next_name(&self) -> io::Result<u128> {
+        let last = match fs::read_to_string(&self.last) {
+            Ok(text) => text.trim().parse().ok(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        // A missing or torn file (a crash while writing it): look.
+        let last = match last {
+            Some(last) => Some(last),
+            None => self.names()?.into_iter().chain(self.prepared()?).max(),
+        };
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let name = last.map_or(0, |last| last + 1).max(now);
+        // Overwritten in place at a fixed width, not truncated: ext4 flushes
+        // a file truncated and written again at its close, which would cost
+        // the write its own fsync's time once more.
+        let file = fs::File::options().write(true).create(true).truncate(false).open(&self.last)?;
+        std::os::unix::fs::FileExt::write_all_at(&file, format!("{name:039}").as_bytes(), 0)?;
+        Ok(name)
+    }
+
+    /// Queues `change` as prepared. The caller holds the exclusive store
+    /// lock.
     pub fn prepare(&self, change: &Change) -> io::Result<u128> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        // After the last queued name even if the clock stepped back.
-        let last = self.names()?.into_iter().chain(self.prepared()?).max();
-        let name = last.map_or(0, |last| last + 1).max(now.as_nanos());
+        let name = self.next_name()?;
         let record = Record {
             label: change.label.clone(),
             puts: change.puts.clone(),
             deletes: change.deletes.clone(),
-            time: now.as_secs() as i64,
+            time: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64,
         };
-        fs::create_dir_all(&self.dir)?;
-        let temp = self.dir.join(format!(".{name}.{}", std::process::id()));
-        fs::write(&temp, serde_json::to_vec(&record).map_err(io::Error::other)?)?;
-        fs::rename(&temp, self.pending_path(name))?;
+        let bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        let temp = self.pending.join(format!(".{name}.{}", std::process::id()));
+        if let Err(e) = fs::write(&temp, &bytes) {
+            if e.kind() != io::ErrorKind::NotFound {
+                return Err(e);
+            }
+            fs::create_dir_all(&self.pending)?;
+            fs::write(&temp, &bytes)?;
+        }
+        fs::rename(&temp, record_path(&self.pending, name))?;
         Ok(name)
     }
 
     /// Removes the temporary files of records a killed process was writing
     /// (only old ones: a live writer may be writing one now).
     pub fn remove_stale_temps(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else { return };
-        for entry in entries.flatten() {
+        let Ok(entries) = fs::read_dir(&self.pending) else { return };
+        for entry in entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with('.')))
+        {
             let stale = entry
                 .metadata()
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_TEMP));
-            if entry.file_name().to_str().is_some_and(|n| n.starts_with('.')) && stale {
+            if stale {
                 let _ = fs::remove_file(entry.path());
             }
         }
@@ -98,12 +123,19 @@ impl Queue {
 
     /// A prepared record becomes one to commit.
     pub fn confirm(&self, name: u128) -> io::Result<()> {
-        fs::rename(self.pending_path(name), self.path(name))
+        let rename = || fs::rename(record_path(&self.pending, name), self.path(name));
+        match rename() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !self.dir.exists() => {
+                fs::create_dir_all(&self.dir)?;
+                rename()
+            }
+            other => other,
+        }
     }
 
     /// Drops a prepared record.
     pub fn abandon(&self, name: u128) -> io::Result<()> {
-        match fs::remove_file(self.pending_path(name)) {
+        match fs::remove_file(record_path(&self.pending, name)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -114,15 +146,11 @@ impl Queue {
     }
 
     pub fn read_prepared(&self, name: u128) -> io::Result<Record> {
-        Self::parse(&fs::read(self.pending_path(name))?)
+        Self::parse(&fs::read(record_path(&self.pending, name))?)
     }
 
     fn parse(bytes: &[u8]) -> io::Result<Record> {
         serde_json::from_slice(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-    }
-
-    fn pending_path(&self, name: u128) -> PathBuf {
-        self.dir.join(format!("{name:039}.pending"))
     }
 
     pub fn remove(&self, name: u128) -> io::Result<()> {
@@ -133,6 +161,73 @@ impl Queue {
     }
 
     pub(crate) fn path(&self, name: u128) -> PathBuf {
-        self.dir.join(format!("{name:039}.json"))
+        record_path(&self.dir, name)
+    }
+}
+
+fn record_path(dir: &Path, name: u128) -> PathBuf {
+    dir.join(format!("{name:039}.json"))
+}
+
+/// The names of the records in `dir`, oldest first.
+fn named(dir: &Path) -> io::Result<Vec<u128>> {
+    let mut names = Vec::new();
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            for entry in entries {
+                let name = entry?.file_name();
+                if let Some(n) = name.to_str().and_then(|n| n.strip_suffix(".json")?.parse().ok()) {
+                    names.push(n);
+                }
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    names.sort_unstable();
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(label: &str) -> Change {
+        Change { puts: vec![(DocId::root(), "# r\n".into())], deletes: vec![], label: label.into() }
+    }
+
+    #[test]
+    fn names_follow_the_last_one_given_even_when_the_clock_is_behind() {
+        let meta = tempfile::tempdir().unwrap();
+        let queue = Queue::new(meta.path());
+        let first = queue.prepare(&change("a")).unwrap();
+        queue.confirm(first).unwrap();
+        // As if another process's clock had run ahead, or ours stepped back.
+        let ahead = first + 10u128.pow(15);
+        fs::write(&queue.last, ahead.to_string()).unwrap();
+        let second = queue.prepare(&change("b")).unwrap();
+        assert_eq!(second, ahead + 1);
+        assert_eq!(queue.names().unwrap(), [first], "a prepared record is not one to commit");
+        assert_eq!(queue.prepared().unwrap(), [second]);
+        queue.confirm(second).unwrap();
+        assert_eq!(queue.names().unwrap(), [first, second]);
+        assert!(queue.prepared().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_torn_last_name_falls_back_to_the_queued_records() {
+        let meta = tempfile::tempdir().unwrap();
+        let queue = Queue::new(meta.path());
+        let ahead = 10u128.pow(30);
+        fs::create_dir_all(&queue.dir).unwrap();
+        fs::write(
+            queue.path(ahead),
+            serde_json::to_vec(&Record { label: "x".into(), puts: vec![], deletes: vec![], time: 0 })
+                .unwrap(),
+        )
+        .unwrap();
+        fs::write(&queue.last, "").unwrap();
+        assert_eq!(queue.prepare(&change("a")).unwrap(), ahead + 1);
+        assert_eq!(fs::read_to_string(&queue.last).unwrap().parse::<u128>().unwrap(), ahead + 1);
     }
 }

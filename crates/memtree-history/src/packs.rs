@@ -1,0 +1,350 @@
+//! Keeping the object store small and quick to read. Commits arrive as
+//! loose objects (a round of a few) or as a pack (a burst, `round.rs`).
+//!
+//! Loose objects are packed once they take room: a root tree of a store of
+//! 10,000 flat documents is 400 KiB, each a file of its own; in a pack, the
+//! trees are deltas against each other.
+//!
+//! Packs are rolled up geometrically once they are many, as `git repack
+//! --geometric` does: the smallest ones go into one new pack, with as many
+//! larger ones as needed for every pack to hold at least twice the objects
+//! of the next smaller one. So an object is copied a logarithmic number of
+//! times, and a reader looks in a few packs. A roll-up copies the packs'
+//! entries as they are, deltas included: libgit2's pack builder would
+//! compute every delta again and hold every object whole meanwhile (about
+//! 470 KiB a tree of that store: 300 MiB for a roll-up of 600 commits).
+//! No two packs hold the same object (rounds pack only what is not on
+//! disk), which a copy needs; should two do, the pack builder rolls up.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+use memtree_core::HistoryError;
+
+use crate::git::backend;
+
+/// Loose objects take about this many bytes before they are packed: the
+/// pack builder holds them all whole meanwhile.
+pub(crate) const LOOSE_BYTES: u64 = 8 << 20;
+/// Packs kept before the small ones are rolled up.
+const MAX_PACKS: usize = 32;
+/// Each pack kept holds at least this many times the objects of the next
+/// smaller one.
+const FACTOR: u64 = 2;
+/// Object folders sampled to estimate the loose objects' size.
+const SAMPLED: [&str; 4] = ["17", "5a", "a3", "e8"];
+
+/// Packs loose objects once they take `loose_threshold` bytes, and rolls
+/// packs up once there are [`MAX_PACKS`]. The caller holds the history
+/// lock.
+pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), HistoryError> {
+    let objects = repo.path().join("objects");
+    let loose = if loose_bytes(&objects) >= loose_threshold { loose_objects(&objects) } else { Vec::new() };
+    let mut packs = packs(&objects.join("pack"));
+    packs.sort_by_key(|p| p.objects);
+    let rolled = if packs.len() >= MAX_PACKS { geometric_split(&packs) } else { 0 };
+    let rolled = if rolled >= 2 { &packs[..rolled] } else { &[][..] };
+    if loose.is_empty() && rolled.is_empty() {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let mut rebuilt: Vec<Oid> = loose.iter().map(|(id, _)| *id).collect();
+    let copied = match disjoint(rolled).map_err(backend)? {
+        _ if rolled.is_empty() => 0,
+        Some(objects) => {
+            concatenate(repo, rolled)?;
+            objects
+        }
+        None => {
+            tracing::warn!("packs share objects: rolled up by rebuilding them");
+            for pack in rolled {
+                rebuilt.extend(pack.ids().map_err(backend)?);
+            }
+            0
+        }
+    };
+    if !rebuilt.is_empty() {
+        let mut builder = repo.packbuilder().map_err(backend)?;
+        for id in &rebuilt {
+            builder.insert_object(*id, None).map_err(backend)?;
+        }
+        builder.write(&objects.join("pack"), 0o444).map_err(backend)?;
+    }
+    // What was packed has a copy in the new pack now.
+    for (_, path) in &loose {
+        let _ = fs::remove_file(path);
+    }
+    for pack in rolled {
+        pack.remove();
+    }
+    tracing::info!(
+        copied,
+        rebuilt = rebuilt.len(),
+        loose = loose.len(),
+        packs = rolled.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "packed history"
+    );
+    Ok(())
+}
+
+/// The number of objects in `packs` if no two hold the same one.
+fn disjoint(packs: &[Pack]) -> std::io::Result<Option<usize>> {
+    let mut seen = std::collections::HashSet::new();
+    for pack in packs {
+        for id in pack.ids()? {
+            if !seen.insert(id) {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(seen.len()))
+}
+
+/// Writes `packs` as one pack through libgit2's indexer, which checks every
+/// object and writes the index: a header with the sum of their counts,
+/// each pack's entries as they are (a delta names its base by its distance
+/// back, and each pack's entries stay together), and the checksum of it all.
+fn concatenate(repo: &Repository, packs: &[Pack]) -> Result<(), HistoryError> {
+    use std::io::{Read, Seek, Write};
+    let mut count: u32 = 0;
+    let mut files = Vec::new();
+    for pack in packs {
+        let path = pack.stem.with_extension("pack");
+        let mut file = fs::File::open(&path).map_err(backend)?;
+        let mut header = [0; 12];
+        file.read_exact(&mut header).map_err(backend)?;
+        if &header[..8] != b"PACK\0\0\0\x02" {
+            return Err(backend(format!("{}: not a version 2 pack", path.display())));
+        }
+        count = count
+            .checked_add(u32::from_be_bytes(header[8..].try_into().expect("4 bytes")))
+            .ok_or_else(|| backend("too many objects for one pack"))?;
+        let entries = file.metadata().map_err(backend)?.len().saturating_sub(12 + 20);
+        files.push((file, entries));
+    }
+    let odb = repo.odb().map_err(backend)?;
+    let mut writer = odb.packwriter().map_err(backend)?;
+    let mut checksum = sha1_smol::Sha1::new();
+    let mut put = |bytes: &[u8]| {
+        checksum.update(bytes);
+        writer.write_all(bytes)
+    };
+    let mut header = b"PACK\0\0\0\x02".to_vec();
+    header.extend(count.to_be_bytes());
+    put(&header).map_err(backend)?;
+    let mut buffer = vec![0; 1 << 16];
+    for (mut file, entries) in files {
+        file.seek(std::io::SeekFrom::Start(12)).map_err(backend)?;
+        let mut left = entries;
+        while left > 0 {
+            let n = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            file.read_exact(&mut buffer[..n]).map_err(backend)?;
+            put(&buffer[..n]).map_err(backend)?;
+            left -= n as u64;
+        }
+    }
+    let digest = checksum.digest().bytes();
+    writer.write_all(&digest).map_err(backend)?;
+    writer.commit().map_err(backend)?;
+    Ok(())
+}
+
+/// A pack of the repository: `<stem>.pack` and its index `<stem>.idx`.
+struct Pack {
+    stem: PathBuf,
+    objects: u64,
+}
+
+impl Pack {
+    /// The ids of the pack's objects, read from its index (version 2:
+    /// magic, version, 256 fan-out counts, then the sorted ids).
+    fn ids(&self) -> std::io::Result<Vec<Oid>> {
+        let index = fs::read(self.stem.with_extension("idx"))?;
+        let start = 8 + 256 * 4;
+        let count = idx_count(&index)
+            .filter(|&n| index.len() >= start + n * 20)
+            .ok_or_else(|| std::io::Error::other(format!("{}: not a pack index", self.stem.display())))?;
+        index[start..start + count * 20]
+            .chunks_exact(20)
+            .map(|id| Oid::from_bytes(id).map_err(std::io::Error::other))
+            .collect()
+    }
+
+    fn remove(&self) {
+        for extension in ["idx", "pack", "rev"] {
+            let _ = fs::remove_file(self.stem.with_extension(extension));
+        }
+    }
+}
+
+/// The object count of a version 2 pack index: its last fan-out entry.
+fn idx_count(index: &[u8]) -> Option<usize> {
+    if index.get(..8)? != b"\xfftOc\0\0\0\x02" {
+        return None;
+    }
+    let last = index.get(8 + 255 * 4..8 + 256 * 4)?;
+    Some(u32::from_be_bytes(last.try_into().ok()?) as usize)
+}
+
+/// The packs in `dir` that may be rolled up: whole ones (index and data),
+/// not marked to be kept.
+fn packs(dir: &Path) -> Vec<Pack> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|x| x != "idx") {
+            continue;
+        }
+        let stem = path.with_extension("");
+        if !stem.with_extension("pack").is_file() || stem.with_extension("keep").exists() {
+            continue;
+        }
+        let head = fs::File::open(&path).and_then(|mut f| {
+            let mut head = vec![0; 8 + 256 * 4];
+            std::io::Read::read_exact(&mut f, &mut head).map(|()| head)
+        });
+        if let Some(objects) = head.ok().as_deref().and_then(idx_count) {
+            out.push(Pack { stem, objects: objects as u64 });
+        }
+    }
+    out
+}
+
+/// How many of `packs` (sorted by object count, smallest first) to roll up
+/// into one so that the packs left and the new one form a progression of
+/// [`FACTOR`]: git's `find_geometric_split`.
+fn geometric_split(packs: &[Pack]) -> usize {
+    let weights: Vec<u64> = packs.iter().map(|p| p.objects.max(1)).collect();
+    split(&weights)
+}
+
+fn split(weights: &[u64]) -> usize {
+    // From the largest down, the first pair out of progression marks the
+    // packs to roll up: it and everything smaller.
+    let mut split = 0;
+    for i in (1..weights.len()).rev() {
+        if weights[i] < FACTOR.saturating_mul(weights[i - 1]) {
+            split = i + 1;
+            break;
+        }
+    }
+    // The new pack may be too large for the next one up: take that in too.
+    let mut total: u64 = weights[..split].iter().sum();
+    while split < weights.len() && weights[split] < FACTOR.saturating_mul(total) {
+        total += weights[split];
+        split += 1;
+    }
+    split
+}
+
+/// The loose objects' size on disk, estimated from a few of the 256
+/// folders (as `git gc --auto` counts them).
+fn loose_bytes(objects: &Path) -> u64 {
+    let sampled: u64 = SAMPLED
+        .iter()
+        .filter_map(|d| fs::read_dir(objects.join(d)).ok())
+        .flat_map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()))
+        .sum();
+    sampled * 256 / SAMPLED.len() as u64
+}
+
+/// Every loose object: its id and its file.
+pub(crate) fn loose_objects(objects: &Path) -> Vec<(Oid, PathBuf)> {
+    let mut out = Vec::new();
+    for dir in fs::read_dir(objects).into_iter().flatten().flatten() {
+        let Some(prefix) = dir.file_name().to_str().filter(|n| n.len() == 2).map(str::to_owned) else {
+            continue;
+        };
+        for file in fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+            let Some(rest) = file.file_name().to_str().map(str::to_owned) else { continue };
+            if let Ok(id) = Oid::from_str(&format!("{prefix}{rest}")) {
+                out.push((id, file.path()));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository with `n` packs of one blob each, the second also
+    /// holding the first's.
+    fn packed_blobs(n: usize) -> (tempfile::TempDir, Repository, Vec<Oid>) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let mut blobs = Vec::new();
+        for i in 0..n {
+            let id = repo.blob(format!("blob {i}").as_bytes()).unwrap();
+            let mut builder = repo.packbuilder().unwrap();
+            builder.insert_object(id, None).unwrap();
+            if i == 1 {
+                builder.insert_object(blobs[0], None).unwrap();
+            }
+            builder.write(&repo.path().join("objects/pack"), 0o444).unwrap();
+            blobs.push(id);
+        }
+        for (id, path) in loose_objects(&repo.path().join("objects")) {
+            assert!(blobs.contains(&id));
+            fs::remove_file(path).unwrap();
+        }
+        (dir, repo, blobs)
+    }
+
+    fn check(repo: &Repository, blobs: &[Oid]) {
+        let packs = packs(&repo.path().join("objects/pack"));
+        assert!(packs.len() < MAX_PACKS - 1, "rolled up: {} packs left", packs.len());
+        let fresh = Repository::open(repo.path()).unwrap();
+        for id in blobs {
+            assert!(fresh.find_blob(*id).is_ok(), "{id} kept");
+        }
+    }
+
+    #[test]
+    fn packs_are_rolled_up_by_copying_them() {
+        let (_dir, repo, blobs) = packed_blobs(MAX_PACKS + 1);
+        // Without the shared one, no two packs hold the same object.
+        packs(&repo.path().join("objects/pack"))
+            .into_iter()
+            .find(|p| p.ids().unwrap() == [blobs[0]])
+            .unwrap()
+            .remove();
+        assert!(disjoint(&packs(&repo.path().join("objects/pack"))).unwrap().is_some());
+        compact(&repo, u64::MAX).unwrap();
+        check(&repo, &blobs[1..]);
+    }
+
+    #[test]
+    fn packs_sharing_an_object_are_rolled_up_by_rebuilding_them() {
+        let (_dir, repo, blobs) = packed_blobs(MAX_PACKS + 1);
+        assert!(disjoint(&packs(&repo.path().join("objects/pack"))).unwrap().is_none());
+        compact(&repo, u64::MAX).unwrap();
+        check(&repo, &blobs);
+    }
+
+    #[test]
+    fn a_progression_is_left_alone() {
+        assert_eq!(split(&[1, 2, 4, 8, 16]), 0);
+        assert_eq!(split(&[3, 100, 10_000]), 0);
+    }
+
+    #[test]
+    fn the_small_packs_are_rolled_up_with_the_larger_ones_they_would_outgrow() {
+        // 31 round packs of 48 objects and the history's first pack.
+        let mut weights = vec![48; 31];
+        weights.push(10_003);
+        assert_eq!(split(&weights), 31);
+        // The roll-up of the next 31 (1,488) would outgrow half of the last
+        // one (1,488 < 2 × 1,488): both go into one.
+        let mut weights = vec![48; 31];
+        weights.extend([1_488, 10_003]);
+        assert_eq!(split(&weights), 32);
+        // And so on up, to everything.
+        let mut weights = vec![48; 31];
+        weights.extend([2_000, 5_000]);
+        assert_eq!(split(&weights), 33);
+    }
+}
