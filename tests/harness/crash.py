@@ -777,6 +777,10 @@ def check_history_no_gap(ctx: CheckContext) -> list[str]:
     left = sorted(p.name for p in queue.glob("*.json")) if queue.is_dir() else []
     if left:
         out.append(f"history queue not drained after `memtree history`: {left}")
+    prepared = ctx.store / META / "history.pending"
+    unsettled = sorted(p.name for p in prepared.iterdir()) if prepared.is_dir() else []
+    if unsettled:
+        out.append(f"prepared history records left unsettled: {unsettled}")
     status = _git(ctx.store, "status", "--porcelain", "--untracked-files=all")
     if status:
         out.append(f"the last commit differs from the documents (git status):\n{status[:2000]}")

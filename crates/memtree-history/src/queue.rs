@@ -16,9 +16,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtree_core::{Change, DocId};
 
-/// How old a temporary record file must be to be a dead writer's.
-const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// A change waiting for its commit.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
@@ -32,7 +29,7 @@ pub struct Record {
 pub struct Queue {
     /// Confirmed records.
     dir: PathBuf,
-    /// Prepared records, and the temporary files records are written to.
+    /// Prepared records.
     pending: PathBuf,
     /// The newest name given.
     last: PathBuf,
@@ -93,32 +90,20 @@ impl Queue {
             time: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64,
         };
         let bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
-        let temp = self.pending.join(format!(".{name}.{}", std::process::id()));
-        if let Err(e) = fs::write(&temp, &bytes) {
-            if e.kind() != io::ErrorKind::NotFound {
-                return Err(e);
+        // Written in place, not renamed into it: a record torn by a kill
+        // is one whose change was not applied yet, and settling drops a
+        // record it cannot read.
+        let path = record_path(&self.pending, name);
+        let create = || fs::File::options().write(true).create_new(true).open(&path);
+        let mut file = match create() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.pending)?;
+                create()?
             }
-            fs::create_dir_all(&self.pending)?;
-            fs::write(&temp, &bytes)?;
-        }
-        fs::rename(&temp, record_path(&self.pending, name))?;
+            other => other?,
+        };
+        io::Write::write_all(&mut file, &bytes)?;
         Ok(name)
-    }
-
-    /// Removes the temporary files of records a killed process was writing
-    /// (only old ones: a live writer may be writing one now).
-    pub fn remove_stale_temps(&self) {
-        let Ok(entries) = fs::read_dir(&self.pending) else { return };
-        for entry in entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with('.')))
-        {
-            let stale = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_TEMP));
-            if stale {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
     }
 
     /// A prepared record becomes one to commit.

@@ -10,8 +10,7 @@
 //! still coming. A round of a few commits writes loose objects: a pack each
 //! would pile up packs, which are costly to merge again.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::cell::Cell;
 use std::path::Path;
 
 use git2::{Oid, Repository, Signature, Tree};
@@ -32,8 +31,6 @@ pub(crate) struct Round {
     start: Option<Oid>,
     /// The round's last commit.
     tip: Cell<Option<Oid>>,
-    /// A pack round's new objects, and some it may have found on disk.
-    written: RefCell<Vec<Oid>>,
 }
 
 impl Round {
@@ -51,7 +48,7 @@ impl Round {
             Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => None,
             Err(e) => return Err(backend(e)),
         };
-        Ok(Round { repo, packed, start, tip: Cell::new(start), written: RefCell::default() })
+        Ok(Round { repo, packed, start, tip: Cell::new(start) })
     }
 
     pub(crate) fn repo(&self) -> &Repository {
@@ -74,32 +71,7 @@ impl Round {
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
         let id = self.repo.commit(None, signature, signature, message, tree, &parents).map_err(backend)?;
         self.tip.set(Some(id));
-        if self.packed {
-            let parent = parent.map(|p| p.tree()).transpose().map_err(backend)?;
-            self.note_written(id, parent.as_ref(), tree)?;
-        }
         Ok(id)
-    }
-
-    /// Notes the objects commit `id` may have added: itself, the files that
-    /// differ from its parent's, and the folders on their paths. The rest of
-    /// its tree is its parent's.
-    fn note_written(&self, id: Oid, parent: Option<&Tree<'_>>, tree: &Tree<'_>) -> Result<(), HistoryError> {
-        let diff = self.repo.diff_tree_to_tree(parent, Some(tree), None).map_err(backend)?;
-        let mut written = self.written.borrow_mut();
-        written.extend([id, tree.id()]);
-        for delta in diff.deltas() {
-            let file = delta.new_file();
-            if !file.id().is_zero() {
-                written.push(file.id());
-            }
-            let mut folder = file.path().or(delta.old_file().path()).and_then(Path::parent);
-            while let Some(dir) = folder.filter(|d| !d.as_os_str().is_empty()) {
-                written.extend(tree.get_path(dir).ok().map(|entry| entry.id()));
-                folder = dir.parent();
-            }
-        }
-        Ok(())
     }
 
     /// Writes the round's objects (a pack round's, as one pack), then moves
@@ -108,20 +80,17 @@ impl Round {
     pub(crate) fn finish(self) -> Result<(), HistoryError> {
         let Some(tip) = self.tip.get().filter(|&tip| Some(tip) != self.start) else { return Ok(()) };
         if self.packed {
-            // Only objects not on disk yet, so that no two packs hold the
-            // same object and packs can be rolled up by copying them.
-            let disk = Repository::open(self.repo.path()).map_err(backend)?;
-            let disk = disk.odb().map_err(backend)?;
-            let mut seen = HashSet::new();
+            // What the round's commits reach and the branch did not. An
+            // object of an older commit (a document written back as it
+            // was) comes along again: a roll-up sorts that out.
+            let mut walk = self.repo.revwalk().map_err(backend)?;
+            walk.push(tip).map_err(backend)?;
+            if let Some(start) = self.start {
+                walk.hide(start).map_err(backend)?;
+            }
             let mut builder = self.repo.packbuilder().map_err(backend)?;
-            for id in self.written.take() {
-                if seen.insert(id) && !disk.exists(id) {
-                    builder.insert_object(id, None).map_err(backend)?;
-                }
-            }
-            if builder.object_count() > 0 {
-                builder.write(&self.repo.path().join("objects").join("pack"), 0o444).map_err(backend)?;
-            }
+            builder.insert_walk(&mut walk).map_err(backend)?;
+            builder.write(&self.repo.path().join("objects").join("pack"), 0o444).map_err(backend)?;
         }
         let head = self.repo.find_reference("HEAD").map_err(backend)?;
         // HEAD names the branch, or (checked out by hand) a commit.
