@@ -14,3 +14,12 @@ mod prompts;
 mod server;
 
 pub use server::{MemtreeServer, TOOL_NAMES, UnknownTool};
+
+/// The tools' argument structs, which rmcp deserializes each call into;
+/// public so that the fuzz target can hold the argument check to them.
+pub mod tool_arguments {
+    pub use crate::server::{
+        EditDocumentArgs, HistoryArgs, LifecycleArgs, MoveDocumentArgs, ReadDocumentArgs, RecallArgs,
+        RememberArgs, RestoreArgs, SearchArgs, SplitDocumentArgs, TreeArgs, UpdateDocumentArgs,
+    };
+}
