@@ -116,10 +116,7 @@ impl GitHistory {
     /// change is a commit of its own. Once per store: about 2 s for 10,000
     /// documents, then an open and a look at `HEAD`.
     fn begin(&self) {
-        let started = self.with_repo(|repo| match head_commit(repo)? {
-            Some(_) => Ok(()),
-            None => self.initial_commit(),
-        });
+        let started = self.with_repo(|repo| self.start(repo));
         if let Err(error) = started {
             tracing::error!(%error, "cannot start the history; changes stay queued");
         }
@@ -196,9 +193,7 @@ impl GitHistory {
         if names.is_empty() {
             return Ok((touched, done));
         }
-        if head_commit(repo)?.is_none() {
-            self.initial_commit()?;
-        }
+        self.start(repo)?;
         let round = Round::open(&self.root, names.len())?;
         let committed = recent_records(round.tip()?)?;
         for name in names {
@@ -255,9 +250,12 @@ impl GitHistory {
         Ok((touched, done))
     }
 
-    /// The first commit: the documents the store held before history
-    /// began, as they are, in one pack.
-    fn initial_commit(&self) -> Result<(), HistoryError> {
+    /// Makes the first commit, if there is none: the documents the store
+    /// held before history began, as they are, in one pack.
+    fn start(&self, repo: &Repository) -> Result<(), HistoryError> {
+        if head_commit(repo)?.is_some() {
+            return Ok(());
+        }
         let round = Round::open(&self.root, round::PACKED)?;
         let mut index = round.repo().index().map_err(backend)?;
         add_documents(&mut index, None)?;
@@ -371,7 +369,7 @@ fn recent_records(tip: Option<git2::Commit<'_>>) -> Result<std::collections::Has
     Ok(names)
 }
 
-fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, HistoryError> {
+pub(crate) fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, HistoryError> {
     match repo.head() {
         Ok(head) => head.peel_to_commit().map(Some).map_err(backend),
         Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => Ok(None),
@@ -602,20 +600,45 @@ impl History for GitHistory {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_record_committed_just_before_a_crash_is_not_committed_twice() {
+    /// A store whose root holds `root` (none: no root), with its history.
+    fn store(root: Option<&str>, mode: Commit) -> (tempfile::TempDir, Arc<GitHistory>) {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join(".memtree")).unwrap();
-        fs::write(dir.path().join("root.md"), "# v1\n").unwrap();
-        let history = GitHistory::open(dir.path(), Commit::AtOnce);
-        let change = Change {
-            puts: vec![(DocId::root(), "# v2\n".into())],
-            deletes: vec![],
-            label: "update root".into(),
-        };
-        fs::write(dir.path().join("root.md"), "# v2\n").unwrap();
-        let name = history.queue.prepare(&change).unwrap();
+        if let Some(text) = root {
+            fs::write(dir.path().join("root.md"), text).unwrap();
+        }
+        let history = GitHistory::open(dir.path(), mode);
+        (dir, history)
+    }
+
+    /// Queues `change` as a write does, prepared then confirmed.
+    fn queue(history: &GitHistory, change: &Change) -> u128 {
+        let name = history.queue.prepare(change).unwrap();
         history.queue.confirm(name).unwrap();
+        name
+    }
+
+    fn root_change(text: String, label: String) -> Change {
+        Change { puts: vec![(DocId::root(), text)], deletes: vec![], label }
+    }
+
+    fn pack_count(objects: &Path) -> usize {
+        packs::packs(&objects.join("pack")).len()
+    }
+
+    /// git itself reads the repository: the branch and every object are sound.
+    fn assert_fsck(dir: &Path) {
+        let fsck = std::process::Command::new("git").arg("-C").arg(dir).args(["fsck", "--strict"]).output();
+        if let Ok(fsck) = fsck {
+            assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
+        }
+    }
+
+    #[test]
+    fn a_record_committed_just_before_a_crash_is_not_committed_twice() {
+        let (dir, history) = store(Some("# v1\n"), Commit::AtOnce);
+        fs::write(dir.path().join("root.md"), "# v2\n").unwrap();
+        let name = queue(&history, &root_change("# v2\n".into(), "update root".into()));
         let record = fs::read(history.queue.path(name)).unwrap();
         history.flush(Some(&[])).unwrap();
         // As if the process died after the commit, before removing the record.
@@ -631,19 +654,12 @@ mod tests {
 
     #[test]
     fn a_record_torn_by_a_kill_is_dropped_when_settling() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
-        let history = GitHistory::open(dir.path(), Commit::AtOnce);
-        let change = Change {
-            puts: vec![(DocId::root(), "# r\n".into())],
-            deletes: vec![],
-            label: "update root".into(),
-        };
-        let name = history.queue.prepare(&change).unwrap();
+        let (_dir, history) = store(None, Commit::AtOnce);
+        let name = history.queue.prepare(&root_change("# r\n".into(), "update root".into())).unwrap();
         let whole = history.queue.read_prepared(name).unwrap();
         assert_eq!(whole.label, "update root");
         // As if the writer died mid-record: its change was never applied.
-        let path = dir.path().join(".memtree/history.pending").join(format!("{name:039}.json"));
+        let path = history.queue.prepared_path(name);
         fs::write(&path, &fs::read(&path).unwrap()[..10]).unwrap();
         assert!(history.has_unsettled().unwrap());
         history.settle(&|_| true).unwrap();
@@ -653,92 +669,59 @@ mod tests {
 
     #[test]
     fn packing_keeps_every_version_and_leaves_no_loose_object() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
-        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
-        let history = GitHistory::open(dir.path(), Commit::AtOnce);
+        let (dir, history) = store(Some("# v0\n"), Commit::AtOnce);
         for i in 1..=5 {
             let text = format!("# v{i}\n");
             fs::write(dir.path().join("root.md"), &text).unwrap();
-            let change =
-                Change { puts: vec![(DocId::root(), text)], deletes: vec![], label: format!("update {i}") };
-            let name = history.queue.prepare(&change).unwrap();
-            history.queue.confirm(name).unwrap();
+            queue(&history, &root_change(text, format!("update {i}")));
             history.flush(Some(&[])).unwrap();
         }
         history.with_repo(|repo| packs::compact(repo, 0)).unwrap();
         let objects = dir.path().join(".git/objects");
         assert_eq!(packs::loose_objects(&objects).len(), 0);
-        assert_eq!(packs(&objects).len(), 2, "the first commit's pack and the loose objects'");
+        assert_eq!(pack_count(&objects), 2, "the first commit's pack and the loose objects'");
         let log = history.log(Some(&DocId::root()), 10).unwrap();
         assert_eq!(log.len(), 6);
         for (i, v) in log.iter().rev().enumerate() {
             assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
         }
         // Committing goes on after packing.
-        let change = Change {
-            puts: vec![(DocId::root(), "# v6\n".into())],
-            deletes: vec![],
-            label: "update 6".into(),
-        };
         fs::write(dir.path().join("root.md"), "# v6\n").unwrap();
-        let name = history.queue.prepare(&change).unwrap();
-        history.queue.confirm(name).unwrap();
+        queue(&history, &root_change("# v6\n".into(), "update 6".into()));
         history.flush(None).unwrap();
         assert_eq!(history.log(None, 10).unwrap().len(), 7);
     }
 
-    fn packs(objects: &Path) -> Vec<PathBuf> {
-        let files = fs::read_dir(objects.join("pack")).unwrap().flatten().map(|e| e.path());
-        files.filter(|p| p.extension().is_some_and(|x| x == "pack")).collect()
-    }
-
     #[test]
     fn many_bursts_leave_a_few_packs_and_every_version() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
-        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
-        let history = GitHistory::open(dir.path(), Commit::InBackground);
+        let (dir, history) = store(Some("# v0\n"), Commit::InBackground);
         let objects = dir.path().join(".git/objects");
         let (bursts, size) = (40, round::PACKED);
         let mut most = 0;
         for burst in 0..bursts {
             for i in 0..size {
                 let n = burst * size + i + 1;
-                let change = Change {
-                    puts: vec![(DocId::root(), format!("# v{n}\n"))],
-                    deletes: vec![],
-                    label: format!("update {n}"),
-                };
-                let name = history.queue.prepare(&change).unwrap();
-                history.queue.confirm(name).unwrap();
+                queue(&history, &root_change(format!("# v{n}\n"), format!("update {n}")));
             }
             history.flush(Some(&[])).unwrap();
-            most = most.max(packs(&objects).len());
+            most = most.max(pack_count(&objects));
         }
         assert!(most <= 32, "packs are rolled up: at most {most}");
-        assert!(packs(&objects).len() < most, "a roll-up happened");
+        assert!(pack_count(&objects) < most, "a roll-up happened");
         assert!(packs::loose_objects(&objects).is_empty());
         let log = history.log(Some(&DocId::root()), 1000).unwrap();
         assert_eq!(log.len(), bursts * size + 1);
         for (i, v) in log.iter().rev().enumerate().step_by(37) {
             assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
         }
-        let fsck =
-            std::process::Command::new("git").arg("-C").arg(dir.path()).args(["fsck", "--strict"]).output();
-        if let Ok(fsck) = fsck {
-            assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
-        }
+        assert_fsck(dir.path());
     }
 
     #[test]
     fn a_burst_of_changes_is_one_pack_with_a_commit_each() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
-        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
-        let history = GitHistory::open(dir.path(), Commit::InBackground);
+        let (dir, history) = store(Some("# v0\n"), Commit::InBackground);
         let objects = dir.path().join(".git/objects");
-        assert_eq!(packs(&objects).len(), 1, "the first commit is a pack");
+        assert_eq!(pack_count(&objects), 1, "the first commit is a pack");
         let burst = round::PACKED + 3;
         // Queued as a server's writes are, then committed in one round.
         for i in 1..=burst {
@@ -748,18 +731,17 @@ mod tests {
                     (DocId::parse(&format!("n{i}")).unwrap(), "x\n".into()),
                     (DocId::parse(&format!("deep/er/d{i}")).unwrap(), format!("# d{i}\n")),
                 ],
-                // A folder emptied, one kept.
+                // In a sub-folder, the one before deleted.
                 deletes: (i > 1)
                     .then(|| DocId::parse(&format!("deep/er/d{}", i - 1)).unwrap())
                     .into_iter()
                     .collect(),
                 label: format!("update {i}"),
             };
-            let name = history.queue.prepare(&change).unwrap();
-            history.queue.confirm(name).unwrap();
+            queue(&history, &change);
         }
         history.flush(Some(&[])).unwrap();
-        assert_eq!(packs(&objects).len(), 2, "the burst is one more pack");
+        assert_eq!(pack_count(&objects), 2, "the burst is one more pack");
         assert!(packs::loose_objects(&objects).is_empty());
         let log = history.log(Some(&DocId::root()), 100).unwrap();
         assert_eq!(log.len(), burst + 1);
@@ -767,11 +749,6 @@ mod tests {
             assert_eq!(history.read_at(&v.version, &DocId::root()).unwrap().unwrap(), format!("# v{i}\n"));
         }
         assert!(history.queue.names().unwrap().is_empty());
-        // git itself reads the pack: the branch and every object are sound.
-        let fsck =
-            std::process::Command::new("git").arg("-C").arg(dir.path()).args(["fsck", "--strict"]).output();
-        if let Ok(fsck) = fsck {
-            assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
-        }
+        assert_fsck(dir.path());
     }
 }

@@ -157,7 +157,7 @@ fn concatenate(repo: &Repository, packs: &[&Pack]) -> Result<(), HistoryError> {
 }
 
 /// A pack of the repository: `<stem>.pack` and its index `<stem>.idx`.
-struct Pack {
+pub(crate) struct Pack {
     stem: PathBuf,
     objects: u64,
 }
@@ -195,7 +195,7 @@ fn idx_count(index: &[u8]) -> Option<usize> {
 
 /// The packs in `dir` that may be rolled up: whole ones (index and data),
 /// not marked to be kept.
-fn packs(dir: &Path) -> Vec<Pack> {
+pub(crate) fn packs(dir: &Path) -> Vec<Pack> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();

@@ -93,7 +93,7 @@ impl Queue {
         // Written in place, not renamed into it: a record torn by a kill
         // is one whose change was not applied yet, and settling drops a
         // record it cannot read.
-        let path = record_path(&self.pending, name);
+        let path = self.prepared_path(name);
         let create = || fs::File::options().write(true).create_new(true).open(&path);
         let mut file = match create() {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -108,7 +108,7 @@ impl Queue {
 
     /// A prepared record becomes one to commit.
     pub fn confirm(&self, name: u128) -> io::Result<()> {
-        let rename = || fs::rename(record_path(&self.pending, name), self.path(name));
+        let rename = || fs::rename(self.prepared_path(name), self.path(name));
         match rename() {
             Err(e) if e.kind() == io::ErrorKind::NotFound && !self.dir.exists() => {
                 fs::create_dir_all(&self.dir)?;
@@ -120,7 +120,7 @@ impl Queue {
 
     /// Drops a prepared record.
     pub fn abandon(&self, name: u128) -> io::Result<()> {
-        match fs::remove_file(record_path(&self.pending, name)) {
+        match fs::remove_file(self.prepared_path(name)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -131,7 +131,7 @@ impl Queue {
     }
 
     pub fn read_prepared(&self, name: u128) -> io::Result<Record> {
-        Self::parse(&fs::read(record_path(&self.pending, name))?)
+        Self::parse(&fs::read(self.prepared_path(name))?)
     }
 
     fn parse(bytes: &[u8]) -> io::Result<Record> {
@@ -147,6 +147,10 @@ impl Queue {
 
     pub(crate) fn path(&self, name: u128) -> PathBuf {
         record_path(&self.dir, name)
+    }
+
+    pub(crate) fn prepared_path(&self, name: u128) -> PathBuf {
+        record_path(&self.pending, name)
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 use git2::{Oid, Repository, Signature, Tree};
 use memtree_core::HistoryError;
 
-use crate::git::backend;
+use crate::git::{backend, head_commit};
 
 /// Rounds of this many commits or more are written as one pack.
 pub(crate) const PACKED: usize = 8;
@@ -43,11 +43,7 @@ impl Round {
             // The odb owns the backend; the handle is not needed to use it.
             repo.odb().map_err(backend)?.add_new_mempack_backend(IN_MEMORY).map_err(backend)?;
         }
-        let start = match repo.head() {
-            Ok(head) => Some(head.peel_to_commit().map_err(backend)?.id()),
-            Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => None,
-            Err(e) => return Err(backend(e)),
-        };
+        let start = head_commit(&repo)?.map(|commit| commit.id());
         Ok(Round { repo, packed, start, tip: Cell::new(start) })
     }
 
