@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use libfuzzer_sys::fuzz_target;
 use memtree_core::DocId;
 use memtree_core::front_matter::{FrontMatter, set_keys, split};
+use memtree_core::line_ending::{self, BOM};
 use yaml_serde::Value;
 
 /// The keys `set_lifecycle` sets or removes, the only caller of `set_keys`.
@@ -21,24 +22,22 @@ const KEYS: [&str; 6] = ["why", "status", "superseded_by", "scope", "priority", 
 
 fn check_split(text: &str) {
     let s = split(text);
+    // head + body is the text, byte for byte; the head is a BOM and the block.
+    assert_eq!(s.head.len() + s.body.len(), text.len());
+    assert!(text.starts_with(s.head) && text.ends_with(s.body));
+    let after_bom = s.head.strip_prefix(BOM).unwrap_or(s.head);
     match (s.block, s.yaml) {
-        (None, None) => assert_eq!(s.body, text),
+        (None, None) => assert!(after_bom.is_empty(), "a head without a block: {:?}", s.head),
         (Some(block), Some(yaml)) => {
-            // block + body is the text, byte for byte.
-            assert_eq!(block.len() + s.body.len(), text.len());
-            assert!(text.starts_with(block) && text.ends_with(s.body));
-            let after_open = block
-                .strip_prefix("---\n")
-                .or_else(|| block.strip_prefix("---\r\n"))
-                .expect("a block opens with a --- line");
-            let close = after_open.strip_prefix(yaml).expect("the YAML follows the opening line");
-            let close_line = close.trim_end_matches(['\n', '\r']);
-            assert!(close_line == "---" || close_line == "...", "closing line {close:?}");
-            assert!(!close.trim_end_matches(['\n', '\r']).contains('\n'));
+            assert_eq!(after_bom, block);
+            let open = line_ending::lines(block).next().expect("a block has lines");
+            assert_eq!(line_ending::content(open), "---", "a block opens with a --- line");
+            let close = block[open.len()..].strip_prefix(yaml).expect("the YAML follows the opening line");
+            assert!(matches!(line_ending::content(close), "---" | "..."), "closing line {close:?}");
+            assert_eq!(line_ending::lines(close).count(), 1, "{close:?}");
             // The block ends at the first closing line.
             assert!(
-                yaml.split_inclusive('\n')
-                    .all(|l| !matches!(l.trim_end_matches(['\n', '\r']), "---" | "...")),
+                line_ending::lines(yaml).all(|l| !matches!(line_ending::content(l), "---" | "...")),
                 "the block does not close at its first closing line: {yaml:?}"
             );
         }
@@ -90,11 +89,10 @@ static STRICT: LazyLock<bool> = LazyLock::new(|| std::env::var_os("FUZZ_STRICT")
 
 fn check_set_keys(text: &str, ops: &[(&'static str, Option<String>)]) {
     let before = split(text);
-    // Known: lines are split at `\n` only (and a `\r` before it dropped),
-    // while YAML (libyaml) also breaks lines at a lone `\r` and at U+0085,
-    // U+2028 and U+2029. Reported; tolerated unless `FUZZ_STRICT=1`.
-    let other_breaks =
-        |yaml: &str| yaml.replace("\r\n", "\n").contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']);
+    // Known: lines are split at `\n`, `\r\n` and `\r`, while YAML
+    // (libyaml) also breaks lines at U+0085, U+2028 and U+2029. Reported;
+    // tolerated unless `FUZZ_STRICT=1`.
+    let other_breaks = |yaml: &str| yaml.contains(['\u{85}', '\u{2028}', '\u{2029}']);
     if !*STRICT && before.yaml.is_some_and(other_breaks) {
         return;
     }
@@ -174,6 +172,7 @@ fn check_set_keys(text: &str, ops: &[(&'static str, Option<String>)]) {
     }
     let after = split(&out);
     assert_eq!(after.body, before.body, "set_keys changed the body: {out:?}");
+    assert_eq!(out.starts_with(BOM), text.starts_with(BOM), "set_keys changed the byte-order mark: {out:?}");
     let yaml = after.yaml.unwrap_or_else(|| panic!("set_keys left no block: {out:?}"));
     let new = mapping(yaml).unwrap_or_else(|| panic!("set_keys made invalid YAML: {yaml:?}"));
     for (key, value) in &last {

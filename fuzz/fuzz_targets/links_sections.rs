@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use memtree_core::DocId;
+use memtree_core::line_ending;
 use memtree_core::links::{parse_links, remove_links_to};
 use memtree_core::sections::{PASSAGE_WORDS, SectionLookup, find_section, passages, title, top_sections};
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag};
@@ -122,7 +123,7 @@ fn joins_syntax(body: &str, id: &DocId) -> bool {
 
 fn check_passages(body: &str, max_words: usize) {
     let got = passages(body, max_words);
-    let lines = body.matches('\n').count() + 1;
+    let lines = line_ending::count_breaks(body) + 1;
     let mut last_line = 0;
     let mut words_out = 0;
     for p in &got {
@@ -139,8 +140,8 @@ fn check_passages(body: &str, max_words: usize) {
         words_out += p.text.split_whitespace().count();
         // The text is the body's own, starting on the passage's line (lines
         // counted by `\n`).
-        let line_start = body.split_inclusive('\n').take(p.line - 1).map(str::len).sum::<usize>();
-        let line_end = body[line_start..].find('\n').map_or(body.len(), |n| line_start + n + 1);
+        let line_start = line_ending::lines(body).take(p.line - 1).map(str::len).sum::<usize>();
+        let line_end = line_ending::next_line_start(body, line_start);
         assert!(
             body[line_start..line_end]
                 .char_indices()

@@ -161,7 +161,7 @@ async def test_recall_builds_a_cited_pack_within_the_budget(serve, cli):
         head = small.text.splitlines()
         used, budget = map(int, PACK_HEAD.match(head[0]).groups())
         assert budget == 50 and used <= 50
-        assert head[-1].startswith("Left out (budget): ["), small.text
+        assert head[-1] == "Left out (over budget): infra", small.text
         r = await m.call("recall", {"task": "x", "budget": 10})
         assert r.error and r.text.startswith("Error: budget: "), r
     status = cli("status", "--json")

@@ -23,7 +23,7 @@ pub enum MemoryError {
     InvalidLink { target: String, error: IdError },
     #[error("[[{link}]] differs only in letter case from existing document {existing}")]
     CaseCollision { link: DocId, existing: DocId },
-    #[error("{0}")]
+    #[error(transparent)]
     FrontMatter(#[from] FrontMatterError),
     #[error("too large ({len} bytes; the limit is {limit})")]
     TooLarge { len: usize, limit: usize },
@@ -37,13 +37,13 @@ pub enum MemoryError {
     Secret { kind: &'static str },
     #[error("unreadable: {reason}")]
     Unreadable { id: DocId, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Storage(#[from] StorageError),
-    #[error("{0}")]
+    #[error(transparent)]
     Index(#[from] IndexError),
     #[error("this store is served without a search index")]
     NoIndex,
-    #[error("{0}")]
+    #[error(transparent)]
     History(#[from] HistoryError),
     #[error("history is off (MEMTREE_HISTORY=off); deleted documents are in .memtree/trash/")]
     NoHistory,

@@ -6,43 +6,55 @@
 
 use yaml_serde::Value;
 
-/// A document split into its front-matter block and its Markdown body.
+use crate::line_ending::{self, BOM, LineEnding};
+
+/// A document split into its front-matter block and its Markdown body:
+/// `head` (a byte-order mark, then the block) followed by `body` is the
+/// whole text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Split<'a> {
-    /// The whole block including both `---` lines and the final newline.
+    /// Everything before the body: the byte-order mark and the block.
+    pub head: &'a str,
+    /// The whole block including both delimiter lines and the final line
+    /// break.
     pub block: Option<&'a str>,
     /// The YAML between the delimiters.
     pub yaml: Option<&'a str>,
     pub body: &'a str,
 }
 
-/// Splits `text` at its front-matter block, if it starts with one.
+/// Splits `text` at its front-matter block, if it starts with one (after
+/// a byte-order mark, if any).
 ///
 /// A block opens with `---` on the first line and closes with the next line
-/// that is `---` or `...`. An opening line with no closing line is not a
-/// block: it is a Markdown thematic break, and the text is all body.
+/// that is `---` or `...`; lines end in `\n`, `\r\n` or `\r`. An opening
+/// line with no closing line is not a block: it is a Markdown thematic
+/// break, and the text is all body.
 pub fn split(text: &str) -> Split<'_> {
-    let no_block = Split { block: None, yaml: None, body: text };
-    let Some(after_open) = strip_line(text, "---") else {
-        return no_block;
-    };
-    let open_len = text.len() - after_open.len();
-    let mut offset = 0;
-    for line in after_open.split_inclusive('\n') {
-        let trimmed = line.trim_end_matches(['\n', '\r']);
-        if trimmed == "---" || trimmed == "..." {
-            let yaml = &after_open[..offset];
-            let end = open_len + offset + line.len();
-            return Split { block: Some(&text[..end]), yaml: Some(yaml), body: &text[end..] };
+    let after_bom = text.strip_prefix(BOM).unwrap_or(text);
+    let bom = &text[..text.len() - after_bom.len()];
+    let no_block = Split { head: bom, block: None, yaml: None, body: after_bom };
+    let mut lines = line_ending::lines(after_bom);
+    match lines.next() {
+        Some(open) if line_ending::content(open) == "---" && !line_ending::ending(open).is_empty() => {
+            let mut offset = open.len();
+            for line in lines {
+                offset += line.len();
+                if matches!(line_ending::content(line), "---" | "...") {
+                    let (block, body) = after_bom.split_at(offset);
+                    let yaml = &block[open.len()..block.len() - line.len()];
+                    return Split {
+                        head: &text[..bom.len() + offset],
+                        block: Some(block),
+                        yaml: Some(yaml),
+                        body,
+                    };
+                }
+            }
+            no_block
         }
-        offset += line.len();
+        _ => no_block,
     }
-    no_block
-}
-
-fn strip_line<'a>(text: &'a str, line: &str) -> Option<&'a str> {
-    let rest = text.strip_prefix(line)?;
-    rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))
 }
 
 /// The known keys of a front-matter block. Unknown keys are allowed and kept
@@ -189,7 +201,7 @@ impl FrontMatter {
         }
         if let Some(v) = get("expires") {
             match scalar_string(v) {
-                Some(s) if is_date_prefix(&s) => fm.expires = Some(s),
+                Some(s) if crate::date::is_date_prefix(&s) => fm.expires = Some(s),
                 _ => return Err(invalid("expires", "a date (YYYY-MM-DD)")),
             }
         }
@@ -198,14 +210,21 @@ impl FrontMatter {
 }
 
 /// `text` with top-level keys of its front-matter block set (`Some`) or
-/// removed (`None`), every other line kept as written; a block is created
-/// when there is none. Values are YAML scalars, quoted where needed.
+/// removed (`None`), every other line kept as written (its line ending and
+/// a byte-order mark included); a block is created when there is none.
+/// Values are YAML scalars, quoted where needed; new lines take the
+/// document's line ending.
 pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let parts = split(text);
-    let mut lines: Vec<String> = parts.yaml.unwrap_or("").lines().map(str::to_owned).collect();
+    let eol = LineEnding::of(text).as_str();
+    let yaml = parts.yaml.unwrap_or("");
+    // Each line's text and ending, so untouched lines come back as they were.
+    let mut lines: Vec<(String, String)> = line_ending::lines(yaml)
+        .map(|l| (line_ending::content(l).to_owned(), line_ending::ending(l).to_owned()))
+        .collect();
     for (key, value) in keys {
         let prefix = format!("{key}:");
-        let at = lines.iter().position(|l| {
+        let at = lines.iter().position(|(l, _)| {
             l.strip_prefix(&prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
         });
         let value_line = value.as_ref().map(|v| format!("{key}: {}", scalar(v)));
@@ -214,31 +233,43 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
         let continuation = |i: usize| {
             let more = lines[i + 1..]
                 .iter()
-                .take_while(|l| {
-                    l.trim().is_empty() || l.starts_with([' ', '\t']) || *l == "-" || l.starts_with("- ")
+                .take_while(|(l, _)| {
+                    l.trim().is_empty() || l.starts_with([' ', '\t']) || l == "-" || l.starts_with("- ")
                 })
                 .count();
             // Blank lines at the end separate it from what follows.
-            more - lines[i + 1..i + 1 + more].iter().rev().take_while(|l| l.trim().is_empty()).count()
+            more - lines[i + 1..i + 1 + more].iter().rev().take_while(|(l, _)| l.trim().is_empty()).count()
         };
         match (at, value_line) {
             (Some(i), Some(line)) => {
                 let end = i + continuation(i);
-                lines.splice(i..=end, [line]);
+                let ending = std::mem::take(&mut lines[end].1);
+                lines.splice(i..=end, [(line, ending)]);
             }
             (Some(i), None) => {
                 let end = i + continuation(i);
                 lines.drain(i..=end);
             }
-            (None, Some(line)) => lines.push(line),
+            (None, Some(line)) => lines.push((line, eol.to_owned())),
             (None, None) => {}
         }
     }
-    let yaml: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    if yaml.is_empty() && parts.block.is_none() {
+    if lines.is_empty() && parts.block.is_none() {
         return text.to_owned();
     }
-    format!("---\n{yaml}---\n{}", parts.body)
+    let bom = if text.starts_with(BOM) { BOM } else { "" };
+    let block = parts.block.unwrap_or("");
+    let mut delimiters = line_ending::lines(block);
+    let open = delimiters.next().map_or_else(|| format!("---{eol}"), str::to_owned);
+    let close = delimiters.last().map_or_else(|| format!("---{eol}"), str::to_owned);
+    let mut out = format!("{bom}{open}");
+    for (line, ending) in &lines {
+        out.push_str(line);
+        out.push_str(if ending.is_empty() { eol } else { ending });
+    }
+    out.push_str(&close);
+    out.push_str(parts.body);
+    out
 }
 
 /// A string as a YAML scalar that reads back as the same string (or, for
@@ -284,17 +315,6 @@ fn scalar_string(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
-}
-
-fn is_date_prefix(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 10
-        && b[..4].iter().all(u8::is_ascii_digit)
-        && b[4] == b'-'
-        && b[5..7].iter().all(u8::is_ascii_digit)
-        && b[7] == b'-'
-        && b[8..10].iter().all(u8::is_ascii_digit)
-        && (b.len() == 10 || b[10] == b'T' || b[10] == b' ')
 }
 
 #[cfg(test)]

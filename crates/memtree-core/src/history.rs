@@ -52,7 +52,7 @@ pub fn render(versions: &[Version]) -> String {
 pub enum HistoryError {
     #[error("no version {0:?}")]
     UnknownVersion(String),
-    #[error("history: {0}")]
+    #[error("{0}")]
     Backend(String),
 }
 
@@ -94,4 +94,22 @@ pub trait History: Send + Sync {
     /// The documents `version` changed and their state just before it, for
     /// finding where a pruned document hung.
     fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError>;
+
+    /// Why changes are not becoming versions, as last seen (the repository
+    /// could not be opened, or a commit failed); `None` when all is well.
+    /// Cheap: it looks at nothing.
+    fn problem(&self) -> Option<String>;
+
+    /// Looks at the history's health now (the repository opens, its
+    /// newest version is whole), for `validate` and `status`; returns the
+    /// problem and how many changes wait for their version.
+    fn check(&self) -> Result<(), HistoryProblem>;
+}
+
+/// Why history is not recording, and what waits meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HistoryProblem {
+    pub reason: String,
+    /// Changes queued for their version.
+    pub queued: usize,
 }

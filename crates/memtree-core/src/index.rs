@@ -35,7 +35,7 @@ impl IndexedDoc {
         let split = front_matter::split(text);
         let fm = split.yaml.and_then(|y| FrontMatter::parse(y).ok()).unwrap_or_default();
         // Passage lines count from the top of the file, front-matter included.
-        let offset = split.block.map_or(0, |b| b.matches('\n').count());
+        let offset = crate::line_ending::count_breaks(split.head);
         let mut passages = sections::passages(split.body, PASSAGE_WORDS);
         for passage in &mut passages {
             passage.line += offset;

@@ -12,6 +12,7 @@ pub mod front_matter;
 pub mod history;
 pub mod index;
 pub mod l0;
+pub mod line_ending;
 pub mod links;
 pub mod memory;
 pub mod merge;
@@ -28,14 +29,16 @@ pub use error::{
     CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
 };
 pub use front_matter::Scope;
-pub use history::{History, HistoryError, Prepared, Version};
+pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
 pub use memory::Restored;
 pub use memory::{
-    DocumentInfo, Edit, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation, Remembered,
-    SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,
+    DocumentInfo, Edit, FactPlace, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation,
+    Remembered, SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,
 };
 pub use namespace::{Namespaced, SHARED_PREFIX, Target};
 pub use pack::Pack;
-pub use storage::{Change, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
+pub use storage::{
+    Change, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
+};
 pub use tree::{Finding, OutlineEntry, Severity, Tree};

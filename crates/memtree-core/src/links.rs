@@ -6,6 +6,7 @@
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag};
 
 use crate::doc_id::{DocId, IdError};
+use crate::line_ending;
 
 /// The links of one document body, in order of first appearance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub struct InvalidLink {
 pub fn parse_links(body: &str) -> Links {
     let mut links = Links::default();
     let mut seen = std::collections::HashSet::new();
-    for event in Parser::new_ext(body, Options::ENABLE_WIKILINKS) {
+    for event in Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS) {
         let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event else {
             continue;
         };
@@ -85,36 +86,62 @@ mod tests {
 }
 
 /// `body` without its links to `id` (`[[id]]` and `[[id|label]]`, outside
-/// code); a line left holding only a list marker goes with them.
+/// code); a line the removal leaves holding only a list marker goes with
+/// them. Every other byte stays, line endings included.
 pub fn remove_links_to(body: &str, id: &DocId) -> String {
-    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-    for (event, range) in Parser::new_ext(body, Options::ENABLE_WIKILINKS).into_offset_iter() {
-        if let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event
-            && dest_url.as_ref() == id.as_str()
-        {
-            ranges.push(range);
-        }
+    let ranges: Vec<std::ops::Range<usize>> =
+        Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS)
+            .into_offset_iter()
+            .filter_map(|(event, range)| match event {
+                Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. })
+                    if dest_url.as_ref() == id.as_str() =>
+                {
+                    Some(range)
+                }
+                _ => None,
+            })
+            .collect();
+    if ranges.is_empty() {
+        return body.to_owned();
     }
     let mut out = String::with_capacity(body.len());
-    let mut cursor = 0;
-    for range in &ranges {
-        out.push_str(&body[cursor..range.start]);
-        cursor = range.end;
+    let mut next = ranges.iter().peekable();
+    let mut start = 0;
+    for line in line_ending::lines(body) {
+        let end = start + line.len();
+        // The line without the parts of removed links that lie on it.
+        let (mut kept, mut cursor, mut touched) = (String::new(), start, false);
+        while let Some(range) = next.peek() {
+            if range.start >= end {
+                break;
+            }
+            let cut = range.start.max(cursor)..range.end.min(end);
+            kept.push_str(&body[cursor..cut.start]);
+            cursor = cut.end;
+            touched = true;
+            if range.end > end {
+                break; // The link goes on over the next line.
+            }
+            next.next();
+        }
+        kept.push_str(&body[cursor.min(end)..end]);
+        if !(touched
+            && only_list_marker(line_ending::content(&kept))
+            && !only_list_marker(line_ending::content(line)))
+        {
+            out.push_str(&kept);
+        }
+        start = end;
     }
-    out.push_str(&body[cursor..]);
-    if ranges.is_empty() {
-        return out;
-    }
-    // Lines the removal emptied (only a list marker and spaces are left).
-    let emptied = |line: &str| {
-        let t = line.trim();
-        let marker = t.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches(['.', ')']);
-        !line.trim().is_empty() && (matches!(t, "-" | "*" | "+") || (marker.is_empty() && t != marker))
-    };
-    let original: std::collections::HashSet<&str> = body.lines().filter(|l| emptied(l)).collect();
-    out.split_inclusive('\n')
-        .filter(|line| !emptied(line) || original.contains(line.trim_end_matches('\n')))
-        .collect()
+    out
+}
+
+/// Whether a line is a list item with nothing in it: `-`, `*`, `+` or a
+/// number with `.` or `)`, possibly in a block quote.
+fn only_list_marker(line: &str) -> bool {
+    let t = line.trim_start_matches(|c: char| c == '>' || c.is_whitespace()).trim_end();
+    let number = t.strip_suffix(['.', ')']).filter(|n| (1..=9).contains(&n.len()));
+    matches!(t, "-" | "*" | "+") || number.is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -132,5 +159,18 @@ mod removal_tests {
         check("`[[a]]` stays\n```\n[[a]]\n```\n", "`[[a]]` stays\n```\n[[a]]\n```\n");
         check("- \n- [[b]]\n", "- \n- [[b]]\n");
         check("no links\n", "no links\n");
+        check("> - [[a]]\n> - [[b]]\n", "> - [[b]]\n");
+    }
+
+    #[test]
+    fn only_the_link_goes_whatever_the_line_endings() {
+        // Lines of digits and markers that the removal does not touch stay,
+        // in code and out of it.
+        let body = "# par\r\n\r\nYear:\r\n2024\r\n```\r\n1\r\n2\r\n-\r\n```\r\n- [[a]]\r\nend\r\n";
+        check(body, &body.replace("- [[a]]\r\n", ""));
+        let cr = body.replace("\r\n", "\r");
+        check(&cr, &cr.replace("- [[a]]\r", ""));
+        check("1.\n2)\n- [[a]]\r\n3. [[a]]\rtail\n", "1.\n2)\ntail\n");
+        check("x [[a|two\nlines]] y\n", "x  y\n");
     }
 }

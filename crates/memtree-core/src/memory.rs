@@ -27,6 +27,7 @@ use crate::front_matter::{self, FrontMatter, Scope, Status};
 use crate::history::History;
 use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
 use crate::l0;
+use crate::line_ending::{self, BOM, LineEnding};
 use crate::links::{self, InvalidLink, parse_links};
 use crate::merge;
 use crate::namespace;
@@ -88,6 +89,8 @@ pub struct UpdateOutcome {
     /// The write was based on an older version and merged with what changed
     /// since: the sections kept from those changes.
     pub merged: Option<Vec<String>>,
+    /// The change is saved, but something failed beside it (history).
+    pub warning: Option<String>,
 }
 
 impl UpdateOutcome {
@@ -113,7 +116,16 @@ impl UpdateOutcome {
             out.push('\n');
             out.push_str(split);
         }
+        push_warning(&mut out, self.warning.as_deref());
         out
+    }
+}
+
+/// Adds a warning line to an answer.
+fn push_warning(out: &mut String, warning: Option<&str>) {
+    if let Some(warning) = warning {
+        out.push_str("\nWarning: ");
+        out.push_str(warning);
     }
 }
 
@@ -192,6 +204,7 @@ impl Remembered {
         if !self.update.created.is_empty() {
             out.push_str(&format!("\nCreated: {}", join(&self.update.created)));
         }
+        push_warning(&mut out, self.update.warning.as_deref());
         out
     }
 }
@@ -212,6 +225,7 @@ pub struct SplitOutcome {
     pub children: Vec<DocId>,
     /// Documents made for links that named ids which did not exist.
     pub created: Vec<DocId>,
+    pub warning: Option<String>,
 }
 
 impl SplitOutcome {
@@ -220,6 +234,7 @@ impl SplitOutcome {
         if !self.created.is_empty() {
             out.push_str(&format!("\nCreated: {}", join(&self.created)));
         }
+        push_warning(&mut out, self.warning.as_deref());
         out
     }
 }
@@ -230,15 +245,18 @@ pub struct MoveOutcome {
     pub id: DocId,
     pub from: DocId,
     pub to: DocId,
+    pub warning: Option<String>,
 }
 
 impl MoveOutcome {
     pub fn report(&self) -> String {
-        if self.from == self.to {
+        let mut out = if self.from == self.to {
             format!("Succeeded\nUnchanged: {} is already a child of {}", self.id, self.to)
         } else {
             format!("Succeeded\nMoved: {} from {} to {}", self.id, self.from, self.to)
-        }
+        };
+        push_warning(&mut out, self.warning.as_deref());
+        out
     }
 }
 
@@ -253,31 +271,48 @@ pub enum Edit {
 }
 
 impl Edit {
+    /// The document's new text. Text put in takes the document's line
+    /// ending; `old` written with `\n` also finds the same lines written
+    /// with the document's `\r\n` or `\r`.
     fn apply(&self, id: &DocId, text: &str) -> Result<String, MemoryError> {
         let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        let eol = LineEnding::of(text);
         match self {
-            Edit::Replace { old, new } => match text.matches(old.as_str()).count() {
-                _ if old.is_empty() => Err(invalid("old", "empty".to_owned())),
-                0 => Err(invalid("old", format!("not found in {id}"))),
-                1 => Ok(text.replacen(old.as_str(), new, 1)),
-                n => Err(invalid(
-                    "old",
-                    format!("occurs {n} times in {id}; include more of the text around it"),
-                )),
-            },
+            Edit::Replace { old, new } => {
+                if old.is_empty() {
+                    return Err(invalid("old", "empty".to_owned()));
+                }
+                let mut count = text.matches(old.as_str()).count();
+                let mut old = old.clone();
+                if count == 0 && eol != LineEnding::Lf && old.contains(['\n', '\r']) {
+                    old = eol.apply(&old);
+                    count = text.matches(old.as_str()).count();
+                }
+                match count {
+                    0 => Err(invalid("old", format!("not found in {id}"))),
+                    1 => Ok(text.replacen(old.as_str(), &eol.apply(new), 1)),
+                    n => Err(invalid(
+                        "old",
+                        format!("occurs {n} times in {id}; include more of the text around it"),
+                    )),
+                }
+            }
             Edit::Section { section, body } => {
                 let span = section_span(id, text, section)?;
                 let split = front_matter::split(text);
                 let offset = text.len() - split.body.len();
-                let mut body = body.trim_end().to_owned();
-                body.push('\n');
+                let eol = eol.as_str();
+                let mut body = LineEnding::of(text).apply(body.trim_end());
+                body.push_str(eol);
                 if span.end < split.body.len() {
-                    body.push('\n'); // A blank line before the next heading.
+                    body.push_str(eol); // A blank line before the next heading.
                 }
                 if body.trim().is_empty() {
                     body.clear();
                 }
-                Ok(format!("{}{body}{}", &text[..offset + span.body_start], &text[offset + span.end..]))
+                let before = &text[..offset + span.body_start];
+                let sep = if line_ending::ends_with_break(before) || body.is_empty() { "" } else { eol };
+                Ok(format!("{before}{sep}{body}{}", &text[offset + span.end..]))
             }
         }
     }
@@ -287,7 +322,7 @@ impl Edit {
 /// that names what there is (with line numbers of the whole file).
 fn section_span(id: &DocId, text: &str, heading: &str) -> Result<SectionSpan, MemoryError> {
     let split = front_matter::split(text);
-    let lines_before = split.block.map_or(0, |b| b.matches('\n').count());
+    let lines_before = crate::line_ending::count_breaks(split.head);
     match sections::find_section(split.body, heading) {
         SectionLookup::Found(span) => Ok(span),
         SectionLookup::NotFound { headings } => Err(MemoryError::InvalidArgument {
@@ -308,11 +343,65 @@ fn section_span(id: &DocId, text: &str, heading: &str) -> Result<SectionSpan, Me
     }
 }
 
+/// `text` with `fact` put into its section `section` (added at the end
+/// when there is none), and what became of it; lines added take the
+/// document's line ending.
+fn with_fact(
+    id: &DocId,
+    text: &str,
+    section: &str,
+    fact: &str,
+    mode: remember::Mode,
+    threshold: f64,
+) -> Result<(String, remember::Action), MemoryError> {
+    let eol = LineEnding::of(text);
+    let split = front_matter::split(text);
+    let offset = text.len() - split.body.len();
+    match sections::find_section(split.body, section) {
+        SectionLookup::Found(span) => {
+            let body = &split.body[span.body_start..span.end];
+            let (new_body, action) = remember::apply(body, fact, mode, threshold, eol);
+            let blank_after =
+                new_body.trim_end_matches([' ', '\t']).ends_with(&format!("{0}{0}", eol.as_str()));
+            let gap = if span.end < split.body.len() && !blank_after { eol.as_str() } else { "" };
+            let before = &text[..offset + span.body_start];
+            // A heading on the last line without a line break gets one.
+            let sep = if line_ending::ends_with_break(before) { "" } else { eol.as_str() };
+            Ok((format!("{before}{sep}{new_body}{gap}{}", &text[offset + span.end..]), action))
+        }
+        SectionLookup::NotFound { .. } => {
+            let eol = eol.as_str();
+            let line = remember::as_line(&LineEnding::Lf.apply(fact)).replace('\n', eol);
+            Ok((
+                format!("{}{eol}{eol}## {section}{eol}{line}{eol}", text.trim_end()),
+                remember::Action::Added,
+            ))
+        }
+        SectionLookup::Ambiguous { .. } => {
+            Err(section_span(id, text, section).expect_err("an ambiguous heading is an error"))
+        }
+    }
+}
+
+/// Where `remember` puts a fact.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FactPlace<'a> {
+    /// The document (created when it does not exist); default: the best
+    /// match by search, else a new one named after the section.
+    pub document: Option<&'a DocId>,
+    /// The `##` section; default `Notes`.
+    pub section: Option<&'a str>,
+    /// Where a new document goes; default root.
+    pub parent: Option<&'a DocId>,
+}
+
 /// One line of the list view.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DocumentInfo {
     pub id: DocId,
     pub bytes: u64,
+    /// Last change, in nanoseconds since the Unix epoch (ISO 8601 in JSON).
+    #[serde(rename = "modified", serialize_with = "crate::date::serialize_iso")]
     pub modified_ns: u64,
     pub parent: Option<DocId>,
     pub children: Vec<DocId>,
@@ -343,7 +432,7 @@ pub struct StoreStatus {
 #[derive(Debug, Default)]
 struct TreeCache {
     docs: HashMap<DocId, CachedDoc>,
-    ignored: Vec<String>,
+    ignored: Vec<(String, crate::storage::Ignored)>,
     built: Option<(Arc<Tree>, Vec<Finding>)>,
 }
 
@@ -371,9 +460,12 @@ impl CachedDoc {
 }
 
 /// The tree and the per-document findings from every cached document.
-fn build(docs: &HashMap<DocId, CachedDoc>, ignored: &[String]) -> (Arc<Tree>, Vec<Finding>) {
+fn build(
+    docs: &HashMap<DocId, CachedDoc>,
+    ignored: &[(String, crate::storage::Ignored)],
+) -> (Arc<Tree>, Vec<Finding>) {
     let mut findings: Vec<Finding> =
-        ignored.iter().map(|path| Finding::IgnoredFile { path: path.clone() }).collect();
+        ignored.iter().map(|(path, why)| Finding::IgnoredFile { path: path.clone(), why: *why }).collect();
     let mut links = BTreeMap::new();
     for (id, doc) in docs {
         if let Some(reason) = &doc.problem {
@@ -500,8 +592,12 @@ impl Memory {
             return Err(MemoryError::TooLarge { len: content.len(), limit });
         }
         let keep_block = |old_text: &str| {
-            Ok(match (front_matter::split(content).block, front_matter::split(old_text).block) {
-                (None, Some(block)) => format!("{block}{content}"),
+            let (new, old) = (front_matter::split(content), front_matter::split(old_text));
+            Ok(match (new.block, old.block) {
+                (None, Some(block)) => {
+                    let bom = if old.head.starts_with(BOM) || new.head.starts_with(BOM) { BOM } else { "" };
+                    format!("{bom}{block}{}", new.body)
+                }
                 _ => content.to_owned(),
             })
         };
@@ -524,6 +620,10 @@ impl Memory {
         make: impl Fn(&str) -> Result<String, MemoryError>,
         merged: &mut Option<Vec<String>>,
     ) -> Result<String, MemoryError> {
+        if let Some(base) = base {
+            merge::check_version(base)
+                .map_err(|what| MemoryError::InvalidArgument { argument: "base", what })?;
+        }
         let Some(base) = base.filter(|b| *b != merge::version(stored)) else {
             return make(stored);
         };
@@ -636,12 +736,16 @@ impl Memory {
             }
         };
         if &old_parent == new_parent {
-            return Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() });
+            return Ok(MoveOutcome {
+                id: id.clone(),
+                from: old_parent,
+                to: new_parent.clone(),
+                warning: None,
+            });
         }
         self.check_depth("new_parent", id, tree.depth(new_parent) + 1 + tree.height(id))?;
         let old_text = self.read_existing(&old_parent)?;
         let split = front_matter::split(&old_text);
-        let block = split.block.unwrap_or("");
         let without = links::remove_links_to(split.body, id);
         // Removing the link text must remove that link and nothing else: in
         // tangled Markdown (a link inside another's brackets, before an
@@ -655,12 +759,9 @@ impl Memory {
                 ),
             ));
         }
-        let old_parent_text = format!("{block}{without}");
-        let mut new_parent_text = self.read_existing(new_parent)?;
-        if !new_parent_text.is_empty() && !new_parent_text.ends_with('\n') {
-            new_parent_text.push('\n');
-        }
-        new_parent_text.push_str(&format!("- [[{id}]]\n"));
+        let old_parent_text = format!("{}{without}", split.head);
+        let new_parent_text =
+            line_ending::append_line(&self.read_existing(new_parent)?, &format!("- [[{id}]]"));
         let limit = self.settings.max_document_bytes;
         if new_parent_text.len() > limit {
             return Err(MemoryError::TooLarge { len: new_parent_text.len(), limit });
@@ -670,76 +771,90 @@ impl Memory {
             deletes: vec![],
             label: format!("move {id} from {old_parent} to {new_parent}"),
         };
-        self.commit(&change)?;
-        Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone() })
+        let warning = self.commit(&change)?;
+        Ok(MoveOutcome { id: id.clone(), from: old_parent, to: new_parent.clone(), warning })
     }
 
     /// Puts a fact into the `##` section `section` (default `Notes`) of
-    /// `document`, or of the best match for it by search, or of a new child
-    /// of root named after the section; compares it with what the section
-    /// says first (see [`remember::Mode`]).
+    /// `document`, or of the best match for it by search, or of a new
+    /// document named after the section; compares it with what the section
+    /// says first (see [`remember::Mode`]). A document that does not exist
+    /// yet (named, or made for the fact) is created under `parent` (default
+    /// root) in the same atomic change as the fact.
     pub fn remember(
         &self,
         fact: &str,
-        document: Option<&DocId>,
-        section: Option<&str>,
+        place: &FactPlace<'_>,
         mode: remember::Mode,
     ) -> Result<Remembered, MemoryError> {
+        let invalid = |argument, what: &str| MemoryError::InvalidArgument { argument, what: what.to_owned() };
         if fact.trim().is_empty() {
-            return Err(MemoryError::InvalidArgument { argument: "content", what: "empty".to_owned() });
+            return Err(invalid("content", "empty"));
         }
-        let section = section
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("Notes")
-            .trim_start_matches('#')
-            .trim();
-        let mut created = None;
-        let target = match document {
+        let section = place.section.map_or("", |s| s.trim().trim_start_matches('#').trim());
+        if section.chars().any(char::is_control) {
+            return Err(invalid(
+                "section",
+                "must be one line of text (no line breaks or control characters)",
+            ));
+        }
+        let section = if section.is_empty() { "Notes" } else { section };
+        let parent = place.parent.cloned().unwrap_or_else(DocId::root);
+        if !self.exists(&parent)? {
+            return Err(invalid("parent", "not found"));
+        }
+        let target = match place.document {
             Some(id) => id.clone(),
             None => {
                 match self.index.as_ref().map(|_| self.search(&format!("{section} {fact}"), 1, None, None)) {
                     Some(Ok(hits)) if !hits.is_empty() => hits[0].id.clone(),
                     Some(Err(e)) => return Err(e),
-                    _ => {
-                        let id = self.new_child_id(section)?;
-                        let root = self.read_existing(&DocId::root())?;
-                        let sep = if root.is_empty() || root.ends_with('\n') { "" } else { "\n" };
-                        self.update_document(&DocId::root(), &format!("{root}{sep}- [[{id}]]\n"))?;
-                        created = Some(id.clone());
-                        id
-                    }
+                    _ => self.free_id(Some(&parent), section, &HashSet::new())?,
                 }
             }
         };
         let threshold = self.settings.dedup_threshold;
+        let label = format!("remember in {target}#{section}");
         let mut action = remember::Action::Added;
-        let update = self.rewrite(&target, &format!("remember in {target}#{section}"), |text| {
-            let split = front_matter::split(text);
-            let offset = text.len() - split.body.len();
-            match sections::find_section(split.body, section) {
-                SectionLookup::Found(span) => {
-                    let body = &split.body[span.body_start..span.end];
-                    let (new_body, done) = remember::apply(body, fact, mode, threshold);
-                    action = done;
-                    let gap =
-                        if span.end < split.body.len() && !new_body.ends_with("\n\n") { "\n" } else { "" };
-                    Ok(format!(
-                        "{}{new_body}{gap}{}",
-                        &text[..offset + span.body_start],
-                        &text[offset + span.end..]
-                    ))
-                }
-                SectionLookup::NotFound { .. } => {
-                    let kept = text.trim_end();
-                    Ok(format!("{kept}\n\n## {section}\n{}\n", remember::as_line(fact)))
-                }
-                SectionLookup::Ambiguous { .. } => {
-                    Err(section_span(&target, text, section).expect_err("an ambiguous heading is an error"))
-                }
+        let mut put_fact = |text: &str| {
+            let (text, done) = with_fact(&target, text, section, fact, mode, threshold)?;
+            action = done;
+            Ok(text)
+        };
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        if self.exists(&target)? {
+            let update = self.rewrite_locked(&target, &label, put_fact, &HashMap::new())?;
+            return Ok(Remembered { id: target, section: section.to_owned(), action, created: None, update });
+        }
+        // A new document: the parent's link to it and its text with the
+        // fact are one change, checked whole before anything is written.
+        let parent_old = self.read_existing(&parent)?;
+        let parent_new = line_ending::append_line(&parent_old, &format!("- [[{target}]]"));
+        let label = format!("{label} (new, under {parent})");
+        let (mut change, _) = self.plan_rewrite(&parent, &parent_old, parent_new, &HashMap::new(), &label)?;
+        let template = format!("# {target}\n\n");
+        let text = put_fact(&template)?;
+        let (doc_change, mut update) =
+            self.plan_rewrite(&target, &template, text, &HashMap::new(), &label)?;
+        if update.created.contains(&target) {
+            return Err(MemoryError::CrossTree { link: target, reason: CrossTreeReason::ItSelf });
+        }
+        let mut doc_puts = doc_change.puts.into_iter();
+        for (id, text) in &mut change.puts {
+            if *id == target {
+                *text = doc_puts.next().expect("the document's own text comes first").1;
             }
-        })?;
-        Ok(Remembered { id: target, section: section.to_owned(), action, created, update })
+        }
+        change.puts.extend(doc_puts);
+        update.warning = self.commit(&change)?;
+        Ok(Remembered {
+            id: target.clone(),
+            section: section.to_owned(),
+            action,
+            created: Some(target),
+            update,
+        })
     }
 
     /// Splits a document into children: one per top-level section (`plan`
@@ -756,6 +871,7 @@ impl Memory {
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
         let text = self.read_existing(id)?;
+        let eol = LineEnding::of(&text).as_str();
         let split = front_matter::split(&text);
         let tops = sections::top_sections(split.body);
         if tops.sections.is_empty() {
@@ -766,21 +882,25 @@ impl Memory {
         let mut kept: Vec<(String, String)> = Vec::new();
         match plan {
             None => {
-                let mut taken = Vec::new();
+                let mut taken = HashSet::new();
                 for (heading, body) in &tops.sections {
                     let child = self.free_id(Some(id), heading, &taken)?;
-                    taken.push(child.clone());
+                    taken.insert(child.folded());
                     children.push((child, heading.clone(), body.clone()));
                 }
             }
             Some(plan) => {
                 let mut assigned: HashMap<&str, &DocId> = HashMap::new();
+                let mut occurs: HashMap<&str, usize> = HashMap::new();
+                for (t, _) in &tops.sections {
+                    *occurs.entry(t.as_str()).or_default() += 1;
+                }
                 for (child, headings) in plan {
                     if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
                         return Err(invalid("plan", format!("{child} already exists")));
                     }
                     for h in headings {
-                        if tops.sections.iter().filter(|(t, _)| t == h).count() != 1 {
+                        if occurs.get(h.as_str()) != Some(&1) {
                             let names: Vec<&str> = tops.sections.iter().map(|(t, _)| t.as_str()).collect();
                             return Err(invalid(
                                 "plan",
@@ -795,13 +915,14 @@ impl Memory {
                         }
                     }
                 }
-                for (child, headings) in plan {
-                    let body: String = tops
-                        .sections
-                        .iter()
-                        .filter(|(t, _)| headings.contains(t))
-                        .map(|(t, b)| format!("## {t}\n{b}"))
-                        .collect();
+                let mut bodies: HashMap<&DocId, String> = HashMap::new();
+                for (t, b) in &tops.sections {
+                    if let Some(child) = assigned.get(t.as_str()) {
+                        bodies.entry(child).or_default().push_str(&format!("## {t}{eol}{b}"));
+                    }
+                }
+                for (child, _) in plan {
+                    let body = bodies.remove(child).unwrap_or_default();
                     children.push((
                         child.clone(),
                         child.as_str().rsplit('/').next().unwrap_or("").to_owned(),
@@ -816,52 +937,82 @@ impl Memory {
                     .collect();
             }
         }
-        let mut parent = format!("{}{}", split.block.unwrap_or(""), tops.preamble.trim_end());
+        let mut parent = format!("{}{}", split.head, tops.preamble.trim_end());
         for (heading, body) in &kept {
-            parent.push_str(&format!("\n\n## {heading}\n{}", body.trim_end()));
+            parent.push_str(&format!("{eol}{eol}## {heading}{eol}{}", body.trim_end()));
         }
-        parent.push_str("\n\n");
+        parent.push_str(&format!("{eol}{eol}"));
         for (child, title, body) in &children {
             let summary = l0::first_sentence(body);
             let summary = if summary.is_empty() { title.clone() } else { summary };
-            parent.push_str(&format!("- [[{child}]]: {summary}\n"));
+            parent.push_str(&format!("- [[{child}]]: {summary}{eol}"));
         }
         let mut puts = vec![(id.clone(), parent)];
         puts.extend(
-            children
-                .iter()
-                .map(|(child, title, body)| (child.clone(), format!("# {title}\n\n{}\n", body.trim()))),
+            children.iter().map(|(child, title, body)| {
+                (child.clone(), format!("# {title}{eol}{eol}{}{eol}", body.trim()))
+            }),
         );
         // Every link must end up with one parent: a child of the split
         // document moves with its section; a new id becomes a new document.
+        let new_children: HashSet<&DocId> = children.iter().map(|(c, _, _)| c).collect();
         let mut owner: HashMap<DocId, DocId> = HashMap::new();
         let mut templates = Vec::new();
+        let mut moved_down = Vec::new();
         for (doc, doc_text) in &puts {
             let limit = self.settings.max_document_bytes;
             if doc_text.len() > limit {
                 return Err(MemoryError::TooLarge { len: doc_text.len(), limit });
             }
-            for link in parse_links(front_matter::split(doc_text).body).ids {
+            let links = parse_links(front_matter::split(doc_text).body).ids;
+            if links.len() > self.settings.max_links {
+                return Err(MemoryError::TooManyLinks { links: links.len(), limit: self.settings.max_links });
+            }
+            for link in links {
                 if let Some(first) = owner.insert(link.clone(), doc.clone()) {
                     return Err(invalid(
                         "plan",
                         format!("[[{link}]] would be linked from both {first} and {doc}"),
                     ));
                 }
-                if self.storage.stamp(&link)?.is_none() && !children.iter().any(|(c, _, _)| *c == link) {
-                    templates.push(link);
+                if new_children.contains(&link) {
+                    continue;
                 }
+                if self.storage.stamp(&link)?.is_none() {
+                    templates.push(link);
+                } else if doc != id {
+                    moved_down.push(link);
+                }
+            }
+        }
+        // A child that moves with its section goes a level deeper, with
+        // its subtree.
+        if !moved_down.is_empty() {
+            let tree = self.tree_unlocked()?.0;
+            let depth = tree.depth(id) + 2;
+            for link in &moved_down {
+                self.check_depth("id", link, depth + tree.height(link))?;
             }
         }
         puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
         let change = Change { puts, deletes: vec![], label: format!("split {id}") };
-        self.commit(&change)?;
-        Ok(SplitOutcome { children: children.into_iter().map(|(c, _, _)| c).collect(), created: templates })
+        let warning = self.commit(&change)?;
+        Ok(SplitOutcome {
+            children: children.into_iter().map(|(c, _, _)| c).collect(),
+            created: templates,
+            warning,
+        })
     }
 
     /// A free id for a new document named `name` (under `parent`'s folder
-    /// when there is a parent other than root), avoiding `taken`.
-    fn free_id(&self, parent: Option<&DocId>, name: &str, taken: &[DocId]) -> Result<DocId, MemoryError> {
+    /// when there is a parent other than root), avoiding the ids `taken`
+    /// (folded to lower case).
+    fn free_id(
+        &self,
+        parent: Option<&DocId>,
+        name: &str,
+        taken: &HashSet<String>,
+    ) -> Result<DocId, MemoryError> {
         let prefix = parent.filter(|p| !p.is_root()).map(|p| format!("{p}/")).unwrap_or_default();
         let room = DocId::MAX_LEN.saturating_sub(prefix.len() + 4).max(1);
         let slug = slug(name);
@@ -874,7 +1025,7 @@ impl Memory {
                     what: format!("no room for a child id under {prefix}"),
                 });
             };
-            let free = !taken.iter().any(|t| t.folded() == id.folded())
+            let free = !taken.contains(&id.folded())
                 && self.storage.stamp(&id)?.is_none()
                 && self.storage.find_folded(&id)?.is_none();
             if free {
@@ -882,12 +1033,6 @@ impl Memory {
             }
         }
         unreachable!("some numbered id is free")
-    }
-
-    /// A free id for a new document named `name`: lower-case words joined
-    /// by `_` (`note` when nothing is left), with a number when taken.
-    fn new_child_id(&self, name: &str) -> Result<DocId, MemoryError> {
-        self.free_id(None, name, &[])
     }
 
     /// Changes a document's lifecycle (status, scope, priority, expiry, or
@@ -904,6 +1049,12 @@ impl Memory {
             && !(0.0..=1.0).contains(&p)
         {
             return Err(invalid("priority", format!("{p} is not from 0 to 1")));
+        }
+        if let Some(expires) = &change.expires
+            && !crate::date::is_date_prefix(expires)
+        {
+            let shown: String = expires.chars().take(40).collect();
+            return Err(invalid("expires", format!("{shown:?} is not a date (YYYY-MM-DD)")));
         }
         if let Some(new) = &change.superseded_by {
             if new == id {
@@ -942,8 +1093,10 @@ impl Memory {
         let described: Vec<String> =
             keys[1..].iter().map(|(k, v)| format!("{k}: {}", v.as_deref().unwrap_or("(removed)"))).collect();
         let label = format!("lifecycle {id}: {} (why: {why})", described.join(", "));
-        self.rewrite(id, &label, |text| Ok(front_matter::set_keys(text, &keys)))?;
-        Ok(format!("Succeeded\n{id}: {}", described.join(", ")))
+        let outcome = self.rewrite(id, &label, |text| Ok(front_matter::set_keys(text, &keys)))?;
+        let mut out = format!("Succeeded\n{id}: {}", described.join(", "));
+        push_warning(&mut out, outcome.warning.as_deref());
+        Ok(out)
     }
 
     /// The L0 index: the tree from root with a one-line summary per
@@ -964,7 +1117,7 @@ impl Memory {
                         .map_or_else(|| l0::first_sentence(split.body), |s| l0::shorten(&s, 80));
                     Some(l0::Entry { summary, children: parse_links(split.body).ids })
                 }
-                Ok(None) | Err(crate::storage::StorageError::InvalidUtf8 { .. }) => None,
+                Ok(None) | Err(crate::storage::StorageError::Unreadable { .. }) => None,
                 Err(e) => {
                     failure.get_or_insert(e);
                     None
@@ -1008,14 +1161,31 @@ impl Memory {
         make: impl FnOnce(&str) -> Result<String, MemoryError>,
         restored: &HashMap<DocId, String>,
     ) -> Result<UpdateOutcome, MemoryError> {
-        let limit = self.settings.max_document_bytes;
         let old_text = self.read_existing(id)?;
         let text = make(&old_text)?;
+        let (change, outcome) = self.plan_rewrite(id, &old_text, text, restored, label)?;
+        let warning = self.commit(&change)?;
+        Ok(UpdateOutcome { warning, ..outcome })
+    }
+
+    /// The change that makes `text` the new text of `id` (now `old_text`),
+    /// after every check: size, secrets, front-matter, links and the tree
+    /// rules. Creates the documents new links name, prunes the subtrees of
+    /// links dropped. Writes nothing. The caller holds the locks.
+    fn plan_rewrite(
+        &self,
+        id: &DocId,
+        old_text: &str,
+        text: String,
+        restored: &HashMap<DocId, String>,
+        label: &str,
+    ) -> Result<(Change, UpdateOutcome), MemoryError> {
+        let limit = self.settings.max_document_bytes;
         if text.len() > limit {
             return Err(MemoryError::TooLarge { len: text.len(), limit });
         }
         if !self.settings.allow_secrets
-            && let Some(kind) = secrets::added(&old_text, &text)
+            && let Some(kind) = secrets::added(old_text, &text)
         {
             return Err(MemoryError::Secret { kind });
         }
@@ -1031,7 +1201,7 @@ impl Memory {
         if new_links.ids.len() > links_limit {
             return Err(MemoryError::TooManyLinks { links: new_links.ids.len(), limit: links_limit });
         }
-        let old = front_matter::split(&old_text);
+        let old = front_matter::split(old_text);
         let old_links = parse_links(old.body).ids;
         // Sets, so that a document with many thousands of links stays linear.
         let old_set: HashSet<&DocId> = old_links.iter().collect();
@@ -1075,8 +1245,7 @@ impl Memory {
         below.sort();
         puts.extend(below);
         let change = Change { puts, deletes: deleted.clone(), label: label.to_owned() };
-        self.commit(&change)?;
-        Ok(UpdateOutcome { created, deleted, split: None, merged: None })
+        Ok((change, UpdateOutcome { created, deleted, ..UpdateOutcome::default() }))
     }
 
     /// The whole tree as it is now on storage.
@@ -1367,7 +1536,10 @@ impl Memory {
             }
         }
         let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
-        let extra = known.keys().filter(|id| !live.contains(id)).count();
+        let mut gone: Vec<&DocId> = known.keys().filter(|id| !live.contains(id)).collect();
+        gone.sort();
+        let extra = gone.len();
+        examples.extend(gone.into_iter().take(3usize.saturating_sub(examples.len())).cloned());
         Ok((missing + stale + extra > 0).then_some(Finding::IndexOutOfDate {
             missing,
             stale,
@@ -1407,7 +1579,7 @@ impl Memory {
             let stamp = self.storage.stamp(id)?;
             match (stamp, self.storage.read(id)) {
                 (Some(stamp), Ok(Some(text))) => docs.push(IndexedDoc::from_text(id.clone(), &text, stamp)),
-                (_, Err(crate::storage::StorageError::InvalidUtf8 { .. })) => gone.push(id.clone()),
+                (_, Err(crate::storage::StorageError::Unreadable { .. })) => gone.push(id.clone()),
                 (_, Err(e)) => return Err(e.into()),
                 _ => gone.push(id.clone()),
             }
@@ -1441,22 +1613,35 @@ impl Memory {
     /// write order. A change is acknowledged once durable: a history or
     /// index failure is logged, and the next scan or reconciliation
     /// repairs it (history then records it as changed outside memtree).
-    fn commit(&self, change: &Change) -> Result<(), MemoryError> {
-        let failed = |error: crate::history::HistoryError| {
-            tracing::error!(%error, label = %change.label, "recording history failed");
+    /// Returns why history is not recording, when it is not, for the
+    /// answer to say so.
+    fn commit(&self, change: &Change) -> Result<Option<String>, MemoryError> {
+        let Some(history) = &self.history else {
+            self.storage.apply(change)?;
+            self.index_change(change);
+            return Ok(None);
         };
-        let record = self.history.as_ref().and_then(|h| h.prepare(change).map_err(failed).ok());
+        let mut problem = None;
+        let mut failed = |error: crate::history::HistoryError| {
+            tracing::error!(%error, label = %change.label, "recording history failed");
+            problem.get_or_insert(error.to_string());
+        };
+        let record = history.prepare(change).map_err(&mut failed).ok();
         if let Err(error) = self.storage.apply(change) {
-            if let (Some(history), Some(record)) = (&self.history, record) {
-                history.abandon(record).unwrap_or_else(failed);
+            if let Some(record) = record {
+                history.abandon(record).unwrap_or_else(&mut failed);
             }
             return Err(error.into());
         }
-        if let (Some(history), Some(record)) = (&self.history, record) {
-            history.confirm(record).unwrap_or_else(failed);
+        if let Some(record) = record {
+            history.confirm(record).unwrap_or_else(&mut failed);
         }
         self.index_change(change);
-        Ok(())
+        Ok(problem.or_else(|| history.problem()).map(|reason| {
+            format!(
+                "history is not being recorded ({reason}); the change is saved (`memtree validate` says more)"
+            )
+        }))
     }
 
     /// Whether `change` is in the store: each put document holds its text
@@ -1487,8 +1672,8 @@ impl Memory {
         match self.storage.read(id) {
             Ok(Some(text)) => Ok(text),
             Ok(None) => Err(MemoryError::NotFound { id: id.clone() }),
-            Err(crate::storage::StorageError::InvalidUtf8 { id }) => {
-                Err(MemoryError::Unreadable { id, reason: "not valid UTF-8".to_owned() })
+            Err(crate::storage::StorageError::Unreadable { id, reason }) => {
+                Err(MemoryError::Unreadable { id, reason: reason.to_string() })
             }
             Err(e) => Err(e.into()),
         }
@@ -1646,8 +1831,8 @@ impl Memory {
             Ok(Some(text)) => text,
             // Deleted between listing and reading: an empty leaf this time.
             Ok(None) => String::new(),
-            Err(crate::storage::StorageError::InvalidUtf8 { .. }) => {
-                let problem = Some("not valid UTF-8".to_owned());
+            Err(crate::storage::StorageError::Unreadable { reason, .. }) => {
+                let problem = Some(reason.to_string());
                 return Ok(CachedDoc {
                     stamp,
                     racy,

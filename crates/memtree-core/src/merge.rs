@@ -13,6 +13,20 @@ pub fn version(text: &str) -> String {
     format!("{:012x}", content_hash(text.as_bytes()) & 0xffff_ffff_ffff)
 }
 
+/// Refuses what cannot be a [`version`]: it is 12 hex digits.
+pub fn check_version(version: &str) -> Result<(), String> {
+    if version.is_empty() {
+        return Err("empty: give the version read_document answered, or leave base out".to_owned());
+    }
+    if version.len() != 12 || !version.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        let shown: String = version.chars().take(40).collect();
+        return Err(format!(
+            "{shown:?} is not a version (12 hex digits, as read_document answers with version: true)"
+        ));
+    }
+    Ok(())
+}
+
 /// A merged text, and the sections whose text came from the concurrent
 /// change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +44,7 @@ const PREAMBLE: &str = "";
 fn chunks(text: &str) -> Option<Vec<(String, String)>> {
     let split = front_matter::split(text);
     let tops = top_sections(split.body);
-    let mut out = vec![(PREAMBLE.to_owned(), format!("{}{}", split.block.unwrap_or(""), tops.preamble))];
+    let mut out = vec![(PREAMBLE.to_owned(), format!("{}{}", split.head, tops.preamble))];
     for ((heading, _), raw) in tops.sections.into_iter().zip(tops.raw) {
         if out.iter().any(|(h, _)| *h == heading) {
             return None;
@@ -74,8 +88,8 @@ pub fn merge(base: &str, theirs: &str, mine: &str) -> Result<Merged, Vec<String>
     }
     let mut text = String::new();
     for part in parts {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
+        if !crate::line_ending::ends_with_break(&text) {
+            text.push_str(crate::line_ending::LineEnding::of(base).as_str());
         }
         text.push_str(&part);
     }

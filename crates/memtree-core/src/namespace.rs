@@ -133,6 +133,30 @@ impl Namespaced {
         parse_id_argument(argument, rest)
     }
 
+    /// The tree `remember` writes to, its `document` and its `parent`
+    /// arguments as ids there: the document's tree (the own one when none
+    /// is named), which a parent must share.
+    pub fn for_remember(
+        &self,
+        document: Option<&str>,
+        parent: Option<&str>,
+    ) -> Result<(&Memory, Option<DocId>, Option<DocId>), MemoryError> {
+        let target = match (document, parent) {
+            (Some(raw), _) => Some(self.for_write("document", Some(raw))?),
+            (None, Some(raw)) => Some(self.for_write("parent", Some(raw))?),
+            (None, None) => None,
+        };
+        let Some(target) = target else { return Ok((&self.own, None, None)) };
+        Ok(match (document, parent) {
+            (Some(_), Some(raw)) => {
+                let parent = self.beside(&target, "parent", raw)?;
+                (target.memory, Some(target.id), Some(parent))
+            }
+            (Some(_), None) => (target.memory, Some(target.id), None),
+            (None, _) => (target.memory, None, Some(target.id)),
+        })
+    }
+
     /// Ranked passages of both trees; `under` limits the search to one
     /// document's subtree, in the tree it names.
     pub fn search(
@@ -147,7 +171,7 @@ impl Namespaced {
                 let target = self.for_read("under", Some(raw))?;
                 let mut hits = target.memory.search(query, limit, scope, Some(&target.id))?;
                 hits.iter_mut().for_each(|h| h.shared = target.shared);
-                Ok(hits)
+                Ok(relative(hits))
             }
             None => search(&self.trees(), query, limit, scope),
         }
@@ -199,7 +223,20 @@ pub(crate) fn search(
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit.clamp(1, 50));
-    Ok(hits)
+    Ok(relative(hits))
+}
+
+/// Scores from 0 to 1, the best hit's being 1: a raw BM25 score means
+/// nothing to a reader (and is near 0 in a large store), a share of the
+/// best says how much weaker each hit is.
+fn relative(mut hits: Vec<Hit>) -> Vec<Hit> {
+    let best = hits.iter().map(|h| h.score).fold(0.0, f64::max);
+    if best > 0.0 {
+        for hit in &mut hits {
+            hit.score /= best;
+        }
+    }
+    hits
 }
 
 /// A memory pack for a task from several trees (the own one first), within

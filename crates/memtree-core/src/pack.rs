@@ -23,7 +23,8 @@ pub struct Pack {
     pub used: usize,
     pub tokenizer: String,
     pub entries: Vec<PackEntry>,
-    /// Relevant passages left out for lack of budget, as citations.
+    /// Documents with relevant passages left out for lack of budget, best
+    /// first, each once (`shared:` marks the shared tree's).
     pub left_out: Vec<String>,
 }
 
@@ -78,11 +79,16 @@ fn overlap(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     a.intersection(b).count() as f64 / smaller as f64
 }
 
-/// Assembles a pack from ranked hits (best first).
+/// Ids named in the left-out line; the rest are counted.
+const LEFT_OUT_NAMED: usize = 8;
+
+/// Assembles a pack from ranked hits (best first). The budget holds the
+/// whole text: header, entries and the short line naming the documents
+/// that did not fit.
 pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack {
     let top = hits.first().map_or(0.0, |h| h.score);
     let mut accepted: Vec<(PackEntry, HashSet<String>, usize)> = Vec::new();
-    let mut left_out = Vec::new();
+    let mut left_out: Vec<PackEntry> = Vec::new();
     let mut pack =
         Pack { budget, used: 0, tokenizer: counter.name().to_owned(), entries: vec![], left_out: vec![] };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
@@ -109,11 +115,19 @@ pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack
         if estimate <= budget && counter.count(&pack.render()) <= budget {
             accepted.push((entry, fingerprint, cost));
         } else {
-            left_out.push(entry.citation);
+            left_out.push(entry);
         }
     }
     pack.entries = accepted.into_iter().map(|(e, _, _)| e).collect();
-    pack.left_out = left_out;
+    // The line naming what did not fit counts too: entries make room for it.
+    loop {
+        pack.left_out = left_out_ids(&pack.entries, &left_out);
+        pack.used = counter.count(&pack.render());
+        if pack.used <= budget || pack.entries.is_empty() {
+            break;
+        }
+        left_out.insert(0, pack.entries.pop().expect("not empty"));
+    }
     // The header states the count of the final text, so count until stable.
     for _ in 0..3 {
         let used = counter.count(&pack.render());
@@ -122,12 +136,18 @@ pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack
         }
         pack.used = used;
     }
-    while pack.used > budget && !pack.entries.is_empty() {
-        let dropped = pack.entries.pop().expect("not empty");
-        pack.left_out.insert(0, dropped.citation);
-        pack.used = counter.count(&pack.render());
-    }
     pack
+}
+
+/// The documents of the passages left out, each once (a document with a
+/// passage in the pack is not left out), best first.
+fn left_out_ids(entries: &[PackEntry], left_out: &[PackEntry]) -> Vec<String> {
+    let mut seen: HashSet<(bool, &DocId)> = entries.iter().map(|e| (e.shared, &e.id)).collect();
+    left_out
+        .iter()
+        .filter(|e| seen.insert((e.shared, &e.id)))
+        .map(|e| if e.shared { format!("{SHARED_PREFIX}{}", e.id) } else { e.id.to_string() })
+        .collect()
 }
 
 fn render_entry(entry: &PackEntry) -> String {
@@ -144,8 +164,10 @@ fn render_entry(entry: &PackEntry) -> String {
 impl Pack {
     pub fn render(&self) -> String {
         let mut out = format!("# Memory pack ({}/{} tokens)\n", self.used, self.budget);
-        if self.entries.is_empty() {
+        if self.entries.is_empty() && self.left_out.is_empty() {
             out.push_str("Nothing relevant in memory.\n");
+        } else if self.entries.is_empty() {
+            out.push_str("No relevant passage fits the budget; give a larger one.\n");
         }
         for name in GROUPS {
             let entries: Vec<&PackEntry> = self.entries.iter().filter(|e| e.group == name).collect();
@@ -158,7 +180,12 @@ impl Pack {
             }
         }
         if !self.left_out.is_empty() {
-            let _ = writeln!(out, "Left out (budget): {}", self.left_out.join(" "));
+            let named = &self.left_out[..self.left_out.len().min(LEFT_OUT_NAMED)];
+            let _ = write!(out, "Left out (over budget): {}", named.join(", "));
+            if self.left_out.len() > named.len() {
+                let _ = write!(out, " (+{} more)", self.left_out.len() - named.len());
+            }
+            out.push('\n');
         }
         out
     }
@@ -261,8 +288,33 @@ mod tests {
         let pack = assemble(&hits, 60, &Words);
         assert!(pack.used <= 60, "{}", pack.render());
         assert_eq!(pack.entries.iter().map(|e| e.citation.as_str()).collect::<Vec<_>>(), ["[a#A]", "[c#C]"]);
-        assert_eq!(pack.left_out, ["[b#B]"]);
-        assert!(pack.render().ends_with("Left out (budget): [b#B]\n"));
+        assert_eq!(pack.left_out, ["b"]);
+        assert!(pack.render().ends_with("Left out (over budget): b\n"));
+    }
+
+    #[test]
+    fn a_small_budget_holds_entries_and_the_short_left_out_line() {
+        // 50 one-line facts; the left-out line names a few documents once
+        // and counts the rest, and the whole text stays in the budget.
+        let texts: Vec<String> = (0..50).map(|i| format!("database host db{i} port {}", 5400 + i)).collect();
+        let hits: Vec<Hit> = texts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                let id = format!("doc{i}");
+                [hit(&id, "Host", 9.0 - i as f64 * 0.01, None, t), hit(&id, "Port", 8.0, None, t)]
+            })
+            .collect();
+        for budget in [50, 60, 100, 300] {
+            let pack = assemble(&hits, budget, &Words);
+            let text = pack.render();
+            assert!(pack.used <= budget && Words.count(&text) == pack.used, "{budget}: {text}");
+            assert!(!pack.entries.is_empty(), "{budget}: {text}");
+            let left: HashSet<&String> = pack.left_out.iter().collect();
+            assert_eq!(left.len(), pack.left_out.len(), "each document once");
+            assert!(pack.entries.iter().all(|e| !left.contains(&e.id.to_string())));
+            assert!(text.contains(" more)\n"), "{text}");
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `remember` (seed 002's knowledge injection): put one fact into a
 //! document's section, after comparing it with what the section says.
 
+use crate::line_ending::{self, LineEnding};
+
 /// How a new fact meets a similar one already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -81,43 +83,60 @@ pub fn as_line(fact: &str) -> String {
     }
 }
 
-/// The section body with `fact` put in according to `mode`.
-pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64) -> (String, Action) {
-    let line = as_line(fact);
-    let lines: Vec<&str> = body.lines().collect();
+/// The section body with `fact` put in according to `mode`. Lines it adds
+/// end with `eol` (the document's line ending); the others stay as they
+/// are.
+pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64, eol: LineEnding) -> (String, Action) {
+    let line = as_line(&LineEnding::Lf.apply(fact));
+    let lines: Vec<&str> = line_ending::lines(body).collect();
     let best = lines
         .iter()
+        .map(|l| line_ending::content(l))
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| (i, similarity(l, &line)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
+    let eol = eol.as_str();
+    let line = line.replace('\n', eol);
     let append = || {
         let kept = body.trim_end();
-        let text = if kept.is_empty() { format!("{line}\n") } else { format!("{kept}\n{line}\n") };
+        let text = if kept.is_empty() { format!("{line}{eol}") } else { format!("{kept}{eol}{line}{eol}") };
         (text, Action::Added)
     };
     let Some((i, _)) = best.filter(|(_, s)| *s >= threshold) else {
         return append();
     };
-    let old = lines[i].to_owned();
+    let old = line_ending::content(lines[i]).to_owned();
     if normalized(&old) == normalized(&line) && mode != Mode::Append {
         return (body.to_owned(), Action::Skipped { existing: old });
     }
-    let replace_with = |new_line: String| {
-        let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-        out[i] = new_line;
-        let mut text = out.join("\n");
-        text.push('\n');
+    let replace_with = |new_line: &str| {
+        let mut text = String::with_capacity(body.len() + new_line.len());
+        for (j, l) in lines.iter().enumerate() {
+            if j == i {
+                let ending = line_ending::ending(l);
+                text.push_str(new_line);
+                text.push_str(if ending.is_empty() { eol } else { ending });
+            } else {
+                text.push_str(l);
+            }
+        }
         text
     };
     match mode {
         Mode::Append => append(),
-        Mode::Upsert => (replace_with(line), Action::Replaced { old }),
+        Mode::Upsert => (replace_with(&line), Action::Replaced { old }),
         Mode::Merge => {
             let known = words(&old);
-            let extra: Vec<&str> = line
-                .trim_start_matches(['-', '*', '+', ' '])
-                .split_inclusive(['.', ';'])
+            let fact_text = line.trim_start_matches(['-', '*', '+', ' ']);
+            if known.is_subset(&words(fact_text)) {
+                // The fact says all the old line did, and more: it becomes
+                // the line, under the old line's indent and list marker.
+                let marker = &old[..old.len() - old.trim_start_matches(['-', '*', '+', ' ', '\t']).len()];
+                return (replace_with(&format!("{marker}{fact_text}")), Action::Merged { old });
+            }
+            let extra: Vec<&str> = fact_text
+                .split_inclusive(['.', ';', ','])
                 .map(str::trim)
                 .filter(|part| !part.is_empty() && !words(part).is_subset(&known))
                 .collect();
@@ -125,7 +144,7 @@ pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64) -> (String, Act
                 return (body.to_owned(), Action::Skipped { existing: old });
             }
             let merged = format!("{} {}", old.trim_end(), extra.join(" "));
-            (replace_with(merged), Action::Merged { old })
+            (replace_with(&merged), Action::Merged { old })
         }
     }
 }
@@ -138,16 +157,17 @@ mod tests {
 
     #[test]
     fn upsert_replaces_a_near_duplicate_and_adds_a_new_fact() {
-        let (text, action) = apply(BODY, "Production DB is PostgreSQL 15 on prod-db:5432", Mode::Upsert, 0.7);
+        let (text, action) =
+            apply(BODY, "Production DB is PostgreSQL 15 on prod-db:5432", Mode::Upsert, 0.7, LineEnding::Lf);
         assert_eq!(text, "- Production DB is PostgreSQL 15 on prod-db:5432\n- Backups run nightly\n");
         assert_eq!(
             action,
             Action::Replaced { old: "- Production DB is PostgreSQL 14 on prod-db:5432".into() }
         );
-        let (text, action) = apply(BODY, "Staging uses port 5433", Mode::Upsert, 0.7);
+        let (text, action) = apply(BODY, "Staging uses port 5433", Mode::Upsert, 0.7, LineEnding::Lf);
         assert_eq!(text, format!("{BODY}- Staging uses port 5433\n"));
         assert_eq!(action, Action::Added);
-        let (text, action) = apply(BODY, "backups run NIGHTLY", Mode::Upsert, 0.7);
+        let (text, action) = apply(BODY, "backups run NIGHTLY", Mode::Upsert, 0.7, LineEnding::Lf);
         assert_eq!(
             (text.as_str(), action),
             (BODY, Action::Skipped { existing: "- Backups run nightly".into() })
@@ -156,13 +176,57 @@ mod tests {
 
     #[test]
     fn append_always_adds_and_merge_keeps_the_unique_parts() {
-        let (text, _) = apply(BODY, "Backups run nightly", Mode::Append, 0.7);
+        let (text, _) = apply(BODY, "Backups run nightly", Mode::Append, 0.7, LineEnding::Lf);
         assert_eq!(text, format!("{BODY}- Backups run nightly\n"));
-        let (text, action) =
-            apply("- Backups run nightly.\n", "Backups run nightly. Kept 30 days.", Mode::Merge, 0.3);
+        let (text, action) = apply(
+            "- Backups run nightly.\n",
+            "Backups run nightly. Kept 30 days.",
+            Mode::Merge,
+            0.3,
+            LineEnding::Lf,
+        );
         assert_eq!(text, "- Backups run nightly. Kept 30 days.\n");
         assert_eq!(action, Action::Merged { old: "- Backups run nightly.".into() });
-        assert_eq!(apply("", "first", Mode::Upsert, 0.7), ("- first\n".into(), Action::Added));
+        assert_eq!(
+            apply("", "first", Mode::Upsert, 0.7, LineEnding::Lf),
+            ("- first\n".into(), Action::Added)
+        );
+    }
+
+    #[test]
+    fn merge_takes_a_fact_that_says_more_and_never_repeats_text() {
+        let body = "- Read replica on prod-db-ro:5432\n- Backups nightly\n";
+        let (text, action) =
+            apply(body, "Read replica on prod-db-ro:5432, lag under 1s", Mode::Merge, 0.5, LineEnding::Lf);
+        assert_eq!(text, "- Read replica on prod-db-ro:5432, lag under 1s\n- Backups nightly\n");
+        assert_eq!(action, Action::Merged { old: "- Read replica on prod-db-ro:5432".into() });
+        let (text, _) = apply(
+            "* Backups run nightly.\n",
+            "Backups run nightly, kept 30 days",
+            Mode::Merge,
+            0.5,
+            LineEnding::Lf,
+        );
+        assert_eq!(text, "* Backups run nightly, kept 30 days\n");
+        let (text, _) = apply("- Port 5432.\n", "Port 5433, primary only", Mode::Merge, 0.3, LineEnding::Lf);
+        assert_eq!(text, "- Port 5432. Port 5433, primary only\n");
+    }
+
+    #[test]
+    fn lines_keep_their_endings_and_new_ones_take_the_documents() {
+        let body = "- Production DB is PostgreSQL 14 on prod-db:5432\r\n- Backups run nightly\r\n";
+        let (text, _) = apply(
+            body,
+            "Production DB is PostgreSQL 15 on prod-db:5432",
+            Mode::Upsert,
+            0.7,
+            LineEnding::CrLf,
+        );
+        assert_eq!(text, body.replace("14", "15"));
+        let (text, _) = apply(body, "Staging uses port 5433", Mode::Upsert, 0.7, LineEnding::CrLf);
+        assert_eq!(text, format!("{body}- Staging uses port 5433\r\n"));
+        let (text, _) = apply("- a\r", "two\nlines", Mode::Append, 0.7, LineEnding::Cr);
+        assert_eq!(text, "- a\rtwo\rlines\r");
     }
 
     #[test]

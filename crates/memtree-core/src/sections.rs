@@ -9,6 +9,8 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+use crate::line_ending::{self, LineIndex};
+
 /// One passage of a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Passage {
@@ -42,7 +44,8 @@ struct Heading {
 fn headings(body: &str) -> Vec<Heading> {
     let mut out = Vec::new();
     let mut current: Option<Heading> = None;
-    for (event, range) in Parser::new_ext(body, Options::ENABLE_WIKILINKS).into_offset_iter() {
+    let parsed = line_ending::for_parser(body);
+    for (event, range) in Parser::new_ext(&parsed, Options::ENABLE_WIKILINKS).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
                 current = Some(Heading { level, text: String::new(), start: range.start, end: range.end });
@@ -70,6 +73,7 @@ pub fn title(body: &str) -> Option<String> {
 /// its own text, so that its words are found (a new child is `# id` alone).
 pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
     let heads = headings(body);
+    let line_index = LineIndex::new(body);
     let mut out = Vec::new();
     let mut path: Vec<(HeadingLevel, String)> = Vec::new();
     let mut cursor = 0;
@@ -79,7 +83,7 @@ pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
         let end = h.map_or(body.len(), |h| h.start);
         let before = out.len();
         if end > cursor {
-            push_windows(body, cursor, end, &label, max_words, &mut out);
+            push_windows(body, cursor, end, line_index.line(cursor), &label, max_words, &mut out);
         }
         if let Some((level, line)) = current
             && out.len() == before
@@ -89,7 +93,7 @@ pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
             out.push(Passage { heading_path: label.clone(), text: text.clone(), line });
         }
         let Some(h) = h else { break };
-        current = Some((h.level, body[..h.start].matches('\n').count() + 1));
+        current = Some((h.level, line_index.line(h.start)));
         while path.last().is_some_and(|(level, _)| *level >= h.level) {
             path.pop();
         }
@@ -100,19 +104,21 @@ pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
     out
 }
 
+/// Cuts `body[start..end]`, which starts on line `first_line`, into
+/// passages of at most `max_words` words at line boundaries.
 fn push_windows(
     body: &str,
     start: usize,
     end: usize,
+    first_line: usize,
     label: &[String],
     max_words: usize,
     out: &mut Vec<Passage>,
 ) {
-    let first_line = body[..start].matches('\n').count() + 1;
     let mut window = String::new();
     let mut window_line = first_line;
     let mut words = 0;
-    for (i, line) in body[start..end].split_inclusive('\n').enumerate() {
+    for (i, line) in line_ending::lines(&body[start..end]).enumerate() {
         let line_words = line.split_whitespace().count();
         if words > 0 && words + line_words > max_words {
             flush(&mut window, label, window_line, out);
@@ -131,7 +137,7 @@ fn flush(window: &mut String, label: &[String], line: usize, out: &mut Vec<Passa
     let text = window.trim();
     if !text.is_empty() {
         let skipped = window.len() - window.trim_start().len();
-        let line = line + window[..skipped].matches('\n').count();
+        let line = line + line_ending::count_breaks(&window[..skipped]);
         out.push(Passage { heading_path: label.to_vec(), text: text.to_owned(), line });
     }
     window.clear();
@@ -233,11 +239,9 @@ pub enum SectionLookup {
 /// Where the text under a heading starts: after the line break that ends
 /// the heading, which its range may or may not include.
 fn after_heading(body: &str, h: &Heading) -> usize {
-    if body[..h.end].ends_with('\n') {
-        h.end
-    } else {
-        body[h.end..].find('\n').map_or(body.len(), |n| h.end + n + 1)
-    }
+    let ended =
+        body[..h.end].ends_with('\n') || (body[..h.end].ends_with('\r') && !body[h.end..].starts_with('\n'));
+    if ended { h.end } else { line_ending::next_line_start(body, h.end) }
 }
 
 /// Finds the section whose heading text is `name` (leading `#`s ignored;
@@ -261,12 +265,15 @@ pub fn find_section(body: &str, name: &str) -> SectionLookup {
                 end,
             })
         }
-        several => SectionLookup::Ambiguous {
-            candidates: several
-                .iter()
-                .map(|&i| (body[..heads[i].start].matches('\n').count() + 1, heads[i].text.clone()))
-                .collect(),
-        },
+        several => {
+            let line_index = LineIndex::new(body);
+            SectionLookup::Ambiguous {
+                candidates: several
+                    .iter()
+                    .map(|&i| (line_index.line(heads[i].start), heads[i].text.clone()))
+                    .collect(),
+            }
+        }
     }
 }
 

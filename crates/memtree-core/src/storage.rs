@@ -26,8 +26,51 @@ pub struct Stamp {
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
     pub docs: Vec<(DocId, Stamp)>,
-    /// Paths of files that look like documents but whose name is no valid id.
-    pub ignored: Vec<String>,
+    /// Paths the backend saw but left out of the store, and why.
+    pub ignored: Vec<(String, Ignored)>,
+}
+
+/// Why a path in the store's folder is not part of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ignored {
+    /// A `.md` file whose name is not a valid id.
+    NotAnId,
+    /// A symbolic link to a folder: what is under it is outside the store.
+    LinkedFolder,
+}
+
+/// Why a document that exists cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    InvalidUtf8,
+    /// Larger than the document size limit (written by another program).
+    TooLarge {
+        len: u64,
+        limit: u64,
+    },
+    /// A symbolic link, which memtree does not follow: it could point
+    /// anywhere outside the store.
+    Symlink,
+    /// A FIFO, socket or device, which could block or never end.
+    NotAFile,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unreadable::InvalidUtf8 => f.write_str("not valid UTF-8"),
+            Unreadable::TooLarge { len, limit } => write!(
+                f,
+                "{len} bytes, over the document size limit of {limit} (--max-document-bytes); \
+                 split the file outside memtree or raise the limit"
+            ),
+            Unreadable::Symlink => {
+                f.write_str("a symbolic link; memtree reads only regular files inside the store")
+            }
+            Unreadable::NotAFile => f.write_str("not a regular file (a FIFO, socket or device)"),
+        }
+    }
 }
 
 /// A set of document writes applied all together or not at all.
@@ -75,9 +118,12 @@ pub struct Recovery {
 pub enum StorageError {
     #[error("{op} {path}: {error}")]
     Io { op: &'static str, path: String, error: std::io::Error },
-    #[error("document {id} is not valid UTF-8")]
-    InvalidUtf8 { id: DocId },
-    #[error("journal {path} is unreadable: {reason}")]
+    #[error("document {id}: {reason}")]
+    Unreadable { id: DocId, reason: Unreadable },
+    #[error(
+        "journal {path} is damaged ({reason}), so memtree cannot tell which change it held; \
+         move it aside (the documents stay as that change left them), then run `memtree validate`"
+    )]
     BadJournal { path: String, reason: String },
 }
 

@@ -36,8 +36,8 @@ pub enum Finding {
     CaseCollision { ids: Vec<DocId> },
     /// A document that cannot be read or whose front-matter is invalid.
     Unreadable { id: DocId, reason: String },
-    /// A `.md` file whose name is not a valid id; not part of the tree.
-    IgnoredFile { path: String },
+    /// A path in the store's folder that is not part of the tree.
+    IgnoredFile { path: String, why: crate::storage::Ignored },
     /// An interrupted change was completed when the store was opened.
     Recovered { label: String, replayed: usize },
     /// Ephemeral memory past its `expires` date (left out of search).
@@ -107,7 +107,13 @@ impl std::fmt::Display for Finding {
             Finding::InvalidLink { id, target } => write!(f, "{id}: invalid link [[{target}]]"),
             Finding::CaseCollision { ids } => write!(f, "ids differ only in case: {}", join(ids)),
             Finding::Unreadable { id, reason } => write!(f, "{id}: {reason}"),
-            Finding::IgnoredFile { path } => write!(f, "{path}: file name is not a valid id; ignored"),
+            Finding::IgnoredFile { path, why } => match why {
+                crate::storage::Ignored::NotAnId => write!(f, "{path}: file name is not a valid id; ignored"),
+                crate::storage::Ignored::LinkedFolder => write!(
+                    f,
+                    "{path}: a symbolic link to a folder; memtree does not follow it, so nothing under it is in the store"
+                ),
+            },
             Finding::Recovered { label, replayed } => {
                 write!(f, "journal: completed interrupted change ({label}; {replayed} operations)")
             }
@@ -118,12 +124,16 @@ impl std::fmt::Display for Finding {
                 Some(new) => write!(f, "{id}: superseded by {new} but still linked from {parent}"),
                 None => write!(f, "{id}: deprecated but still linked from {parent}"),
             },
-            Finding::IndexOutOfDate { missing, stale, extra, examples } => write!(
-                f,
-                "index: {missing} documents missing, {stale} stale, {extra} no longer in the store (e.g. {}); \
-                 `memtree reindex` rebuilds it",
-                join(examples)
-            ),
+            Finding::IndexOutOfDate { missing, stale, extra, examples } => {
+                write!(
+                    f,
+                    "index: {missing} documents missing, {stale} stale, {extra} no longer in the store"
+                )?;
+                if !examples.is_empty() {
+                    write!(f, " (e.g. {})", join(examples))?;
+                }
+                f.write_str("; `memtree reindex` rebuilds it")
+            }
             Finding::Conflict { a, b, only_a, only_b } => {
                 let says = |words: &[String]| words.iter().take(4).cloned().collect::<Vec<_>>().join(" ");
                 write!(

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use memtree_core::{DocId, Memory, MemoryError, MemorySettings, Storage};
+use memtree_core::{DocId, FactPlace, Memory, MemoryError, MemorySettings, Storage};
 use memtree_store::{InMemoryStorage, LocalStorage};
 
 fn id(s: &str) -> DocId {
@@ -552,7 +552,9 @@ fn remember_puts_facts_into_sections_and_says_what_it_did() {
         "//- /root.md\n# Memory\n- [[infra]]\n//- /infra.md\n# Infra\n\n## Database\n- Production DB is PostgreSQL 14 on prod-db:5432\n\n## Hosts\n- web-1\n",
     );
     let remember = |fact: &str, doc: Option<&str>, section: Option<&str>, mode| {
-        f.memory.remember(fact, doc.map(id).as_ref(), section, mode).unwrap().report()
+        let doc = doc.map(id);
+        let place = FactPlace { document: doc.as_ref(), section, parent: None };
+        f.memory.remember(fact, &place, mode).unwrap().report()
     };
     assert_eq!(
         remember(
@@ -587,13 +589,44 @@ fn remember_puts_facts_into_sections_and_says_what_it_did() {
     assert!(f.read("root").ends_with("- [[user_preferences]]\n"));
     assert!(f.memory.validate().unwrap().is_healthy());
     assert_eq!(
-        f.memory.remember(" ", None, None, Mode::Upsert).unwrap_err().report(),
+        f.memory.remember(" ", &FactPlace::default(), Mode::Upsert).unwrap_err().report(),
         "Error: content: empty"
     );
+    // A named document that does not exist is made, under root or the parent given.
+    assert_eq!(remember("x", Some("nope"), None, Mode::Upsert), "Created document nope\nAdded to nope#Notes");
+    assert_eq!(f.read("nope"), "# nope\n\n## Notes\n- x\n");
+    let place = FactPlace { document: None, section: Some("Runbooks"), parent: Some(&id("infra")) };
     assert_eq!(
-        f.memory.remember("x", Some(&id("nope")), None, Mode::Upsert).unwrap_err().report(),
-        "Error: id: not found"
+        f.memory.remember("restart with systemctl", &place, Mode::Upsert).unwrap().report(),
+        "Created document infra/runbooks\nAdded to infra/runbooks#Runbooks"
     );
+    assert!(f.read("infra").ends_with("- [[infra/runbooks]]\n"));
+    let nowhere = FactPlace { parent: Some(&id("gone")), ..FactPlace::default() };
+    assert_eq!(
+        f.memory.remember("x", &nowhere, Mode::Upsert).unwrap_err().report(),
+        "Error: parent: not found"
+    );
+    assert!(f.memory.validate().unwrap().is_healthy());
+}
+
+#[test]
+fn a_refused_fact_changes_nothing() {
+    use memtree_core::remember::Mode;
+    let f = Fixture::new("//- /root.md\n# Memory\n");
+    let before = f.files();
+    let secret = format!("deploy ghp_{}", "a".repeat(36));
+    for place in [
+        FactPlace { section: Some(&secret), ..FactPlace::default() },
+        FactPlace { section: Some("a\nb"), ..FactPlace::default() },
+    ] {
+        assert!(f.memory.remember("fact", &place, Mode::Upsert).is_err());
+    }
+    let place = FactPlace { section: Some("Tokens"), ..FactPlace::default() };
+    let err = f.memory.remember(&format!("token ghp_{}", "b".repeat(36)), &place, Mode::Upsert).unwrap_err();
+    assert_eq!(err.argument(), "content");
+    let err = f.memory.remember("see [[root]]", &place, Mode::Upsert).unwrap_err();
+    assert!(err.report().starts_with("Error: content: cross-tree reference not allowed"), "{}", err.report());
+    assert_eq!(before, f.files(), "a refused fact writes nothing");
 }
 
 #[test]
@@ -744,4 +777,87 @@ fn a_move_never_leaves_a_changed_link_set_in_the_old_parent() {
     );
     assert_eq!(memory.read_document(&id("p")).unwrap(), before);
     assert!(memory.validate().unwrap().is_healthy());
+}
+
+/// Every operation that rewrites a stored text (move, edit, remember,
+/// lifecycle, split, an update keeping the front-matter) keeps the lines it
+/// does not touch byte for byte, writes new lines with the document's own
+/// line ending, and keeps a byte-order mark: for `\n`, `\r\n` and `\r`
+/// documents, with and without a BOM.
+#[test]
+fn rewrites_keep_line_endings_and_the_byte_order_mark() {
+    use memtree_core::line_ending::{self, BOM, LineEnding};
+    use memtree_core::remember::Mode;
+    use memtree_core::{Edit, Lifecycle};
+    const PARENT: &str = "---\nsummary: parent\n---\n# par\n\nYear:\n2024\n```\n1\n2\n-\n```\n- [[kid]]\nend\n\n## Notes\n- first\n\n## Plans\n3.\n+\n";
+    for eol in [LineEnding::Lf, LineEnding::CrLf, LineEnding::Cr] {
+        for bom in ["", BOM] {
+            let case = format!("{eol:?}{}", if bom.is_empty() { "" } else { "+BOM" });
+            let styled = |text: &str| format!("{bom}{}", eol.apply(text));
+            let mut f = Fixture::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /kid.md\n# kid\n");
+            std::fs::write(f.dir.path().join("par.md"), styled(PARENT)).unwrap();
+            std::fs::write(f.dir.path().join("other.md"), styled("# other\n")).unwrap();
+            f.memory = open(f.dir.path());
+            let check = |id_: &str, must_hold: &[&str]| {
+                let text = f.memory.read_document(&id(id_)).unwrap();
+                // New documents (a split's children) start without one.
+                let bom = if id_.contains('/') { "" } else { bom };
+                assert!(text.starts_with(bom) && !text[bom.len()..].contains(BOM), "{case} {id_}: {text:?}");
+                let endings: std::collections::BTreeSet<&str> =
+                    line_ending::lines(&text).map(line_ending::ending).filter(|e| !e.is_empty()).collect();
+                assert_eq!(endings.into_iter().collect::<Vec<_>>(), [eol.as_str()], "{case} {id_}: {text:?}");
+                let lines: Vec<&str> = line_ending::lines(&text).map(line_ending::content).collect();
+                for line in must_hold {
+                    assert!(lines.contains(line), "{case} {id_} lost {line:?}: {text:?}");
+                }
+                text
+            };
+            f.memory.move_document(&id("kid"), &id("other")).unwrap();
+            check("par", &["2024", "1", "2", "-", "end", "3.", "+"]);
+            assert!(!check("par", &[]).contains("[[kid]]"), "{case}");
+            check("other", &["- [[kid]]"]);
+            let edit = Edit::Replace { old: "Year:\n2024".into(), new: "Year:\n2025\nagain".into() };
+            f.memory.edit_document(&id("par"), &edit).unwrap();
+            check("par", &["2025", "again", "1", "-"]);
+            let edit = Edit::Section { section: "Plans".into(), body: "- ship\n- rest\n".into() };
+            f.memory.edit_document(&id("par"), &edit).unwrap();
+            check("par", &["- ship", "- rest", "## Plans"]);
+            let place = FactPlace { document: Some(&id("par")), section: Some("Notes"), parent: None };
+            f.memory.remember("second fact", &place, Mode::Upsert).unwrap();
+            let place = FactPlace { document: Some(&id("par")), section: Some("Ideas"), parent: None };
+            f.memory.remember("a new idea", &place, Mode::Upsert).unwrap();
+            check("par", &["- first", "- second fact", "## Ideas", "- a new idea"]);
+            let change = Lifecycle {
+                status: Some(memtree_core::front_matter::Status::Deprecated),
+                ..Lifecycle::default()
+            };
+            f.memory.set_lifecycle(&id("par"), &change, "replaced").unwrap();
+            let text = check("par", &["summary: parent", "status: deprecated", "why: replaced"]);
+            assert_eq!(text.matches("summary: parent").count(), 1, "{case}: one block: {text:?}");
+            let status = memtree_core::front_matter::split(&text)
+                .yaml
+                .and_then(|y| memtree_core::front_matter::FrontMatter::parse(y).unwrap().status);
+            assert_eq!(status, Some(memtree_core::front_matter::Status::Deprecated), "{case}: {text:?}");
+            // An update without a block keeps the stored one, and the mark.
+            let body = memtree_core::front_matter::split(&text).body.to_owned();
+            f.update("par", &body).unwrap();
+            assert_eq!(f.memory.read_document(&id("par")).unwrap(), text, "{case}");
+            f.memory.split_document(&id("par"), None).unwrap();
+            check("par", &["summary: parent", "Year:", "2025"]);
+            check("par/notes", &["- first", "- second fact"]);
+            assert!(f.memory.validate().unwrap().is_healthy(), "{case}");
+        }
+    }
+}
+
+/// A document whose lines end in different ways keeps each line's own
+/// ending where an operation does not touch it.
+#[test]
+fn untouched_lines_of_mixed_endings_stay_as_they_are() {
+    let f = Fixture::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /other.md\n# other\n");
+    std::fs::write(f.dir.path().join("par.md"), "# par\r\nunix line\nold mac\r- [[kid]]\r\n2024\r\n")
+        .unwrap();
+    f.update("par", "# par\r\nunix line\nold mac\r- [[kid]]\r\n2024\r\n").unwrap();
+    f.memory.move_document(&id("kid"), &id("other")).unwrap();
+    assert_eq!(f.read("par"), "# par\r\nunix line\nold mac\r2024\r\n");
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
-use memtree_core::{Change, DocId, History, HistoryError, Prepared, Version};
+use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepared, Version};
 use thread_priority::ThreadPriority;
 
 use crate::packs;
@@ -62,6 +62,8 @@ pub struct GitHistory {
     mode: Commit,
     /// Documents committed since the git index last followed.
     unindexed: Mutex<BTreeSet<DocId>>,
+    /// Why the last attempt to commit failed, until one succeeds.
+    problem: Mutex<Option<String>>,
     wake: Arc<(Mutex<bool>, Condvar)>,
 }
 
@@ -90,6 +92,7 @@ impl GitHistory {
             lock_path: root.join(".memtree").join("history.lock"),
             mode,
             unindexed: Mutex::default(),
+            problem: Mutex::default(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
         });
         history.begin();
@@ -117,9 +120,10 @@ impl GitHistory {
     /// documents, then an open and a look at `HEAD`.
     fn begin(&self) {
         let started = self.with_repo(|repo| self.start(repo));
-        if let Err(error) = started {
+        if let Err(error) = &started {
             tracing::error!(%error, "cannot start the history; changes stay queued");
         }
+        self.note(&started);
     }
 
     /// Runs `f` on the repository, opened (or created) anew, while holding
@@ -166,9 +170,22 @@ impl GitHistory {
         }
     }
 
+    /// Remembers whether the last attempt to reach the repository worked.
+    fn note<T>(&self, result: &Result<T, HistoryError>) {
+        *self.problem.lock().unwrap_or_else(|e| e.into_inner()) =
+            result.as_ref().err().map(ToString::to_string);
+    }
+
+    /// Opens the store's repository, creating it when there is none. A
+    /// `.git` that does not open is an error, never replaced: it may be
+    /// the user's, damaged, and hold versions worth repairing.
     fn open_repo(&self) -> Result<Repository, HistoryError> {
+        let git = self.root.join(".git");
         let repo = match Repository::open(&self.root) {
             Ok(repo) => repo,
+            Err(error) if fs::symlink_metadata(&git).is_ok() => {
+                return Err(backend(format!("{} is damaged: {}", git.display(), error.message())));
+            }
             Err(_) => {
                 let repo = Repository::init(&self.root).map_err(backend)?;
                 // memtree's own state and namespace trees are not documents.
@@ -494,7 +511,7 @@ impl History for GitHistory {
     }
 
     fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
-        self.with_repo(|repo| {
+        let flushed = self.with_repo(|repo| {
             loop {
                 let (touched, done) = self.drain(repo)?;
                 self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(touched);
@@ -516,7 +533,9 @@ impl History for GitHistory {
                 }
             }
             packs::compact(repo, packs::LOOSE_BYTES)
-        })
+        });
+        self.note(&flushed);
+        flushed
     }
 
     fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError> {
@@ -569,6 +588,26 @@ impl History for GitHistory {
             let blob = repo.find_blob(entry.id()).map_err(backend)?;
             Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
         })
+    }
+
+    fn problem(&self) -> Option<String> {
+        self.problem.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn check(&self) -> Result<(), HistoryProblem> {
+        let checked = self.with_repo(|repo| {
+            if let Some(head) = head_commit(repo)? {
+                head.tree().map_err(backend)?;
+            }
+            Ok(())
+        });
+        let reason = match (checked, self.problem()) {
+            (Err(error), _) => error.to_string(),
+            (Ok(()), Some(problem)) => problem,
+            (Ok(()), None) => return Ok(()),
+        };
+        let queued = self.queue.names().map_or(0, |names| names.len());
+        Err(HistoryProblem { reason, queued })
     }
 
     fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError> {

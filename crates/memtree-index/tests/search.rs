@@ -192,14 +192,9 @@ fn two_processes_share_one_index() {
 #[test]
 fn remember_without_a_document_picks_the_best_match() {
     let (_dir, memory) = store();
-    let done = memory
-        .remember(
-            "pgbouncer pool size is 40",
-            None,
-            Some("Connection refused"),
-            memtree_core::remember::Mode::Upsert,
-        )
-        .unwrap();
+    let place = memtree_core::FactPlace { section: Some("Connection refused"), ..Default::default() };
+    let done =
+        memory.remember("pgbouncer pool size is 40", &place, memtree_core::remember::Mode::Upsert).unwrap();
     assert_eq!(done.report(), "Added to infra/runbooks#Connection refused");
     assert_eq!(cites(&memory, "pgbouncer pool size")[0], "infra/runbooks#Connection refused");
 }

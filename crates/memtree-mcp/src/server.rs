@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memtree_core::{
-    Edit, Lifecycle, MemoryError, Namespaced, pack, parse_scope_argument, parse_status_argument,
+    Edit, FactPlace, Lifecycle, MemoryError, Namespaced, pack, parse_scope_argument, parse_status_argument,
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -129,8 +129,10 @@ pub struct TreeArgs {
 pub struct RememberArgs {
     /// The fact, one line or a short paragraph.
     pub content: String,
-    /// Target document; default: the best match, else a new one.
+    /// Target document (created if new); default: the best match, else a new one.
     pub document: Option<String>,
+    /// Where a new document goes; default root.
+    pub parent: Option<String>,
     /// `##` section; default Notes.
     pub section: Option<String>,
     /// upsert (default): replace a near-duplicate; append; merge.
@@ -363,18 +365,20 @@ impl MemtreeServer {
         Parameters(args): Parameters<RememberArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let target = args.document.as_deref().map(|d| m.for_write("document", Some(d))).transpose()?;
+            let (memory, document, parent) =
+                m.for_remember(args.document.as_deref(), args.parent.as_deref())?;
             let mode = match args.mode.as_deref() {
                 None | Some("") => memtree_core::remember::Mode::Upsert,
                 Some(raw) => {
                     raw.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?
                 }
             };
-            let (memory, document) = match &target {
-                Some(t) => (t.memory, Some(&t.id)),
-                None => (&**m.own(), None),
+            let place = FactPlace {
+                document: document.as_ref(),
+                section: args.section.as_deref(),
+                parent: parent.as_ref(),
             };
-            Ok(memory.remember(&args.content, document, args.section.as_deref(), mode)?.report())
+            Ok(memory.remember(&args.content, &place, mode)?.report())
         })
         .await
     }

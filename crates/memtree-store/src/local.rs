@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
+use memtree_core::{
+    Change, DocId, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
+};
 
 use crate::atomic_file::{create_dir_durable, io_error, remove_durable, sync_dir, write_atomic};
 use crate::folder_names::{Edit, FolderNames};
@@ -48,6 +50,8 @@ pub struct LocalStorage {
     fault: Option<Fault>,
     batch_seq: AtomicU64,
     names: FolderNames,
+    /// Largest document read; a larger file is reported, not read.
+    read_limit: u64,
 }
 
 const META_DIR: &str = ".memtree";
@@ -67,6 +71,7 @@ impl LocalStorage {
             fault: None,
             batch_seq: AtomicU64::new(0),
             names: FolderNames::default(),
+            read_limit: u64::MAX,
         };
         storage.create_layout()?;
         Ok(storage)
@@ -77,6 +82,14 @@ impl LocalStorage {
     fn create_layout(&self) -> Result<(), StorageError> {
         create_dir_durable(&self.temp)?;
         create_dir_durable(&self.trash)
+    }
+
+    /// Reads no document larger than `bytes` (the size limit of writes):
+    /// a larger file, written by another program, is reported as
+    /// unreadable rather than held in memory and served whole.
+    pub fn with_read_limit(mut self, bytes: u64) -> LocalStorage {
+        self.read_limit = bytes;
+        self
     }
 
     /// Arms a deliberate crash (tests only).
@@ -96,23 +109,29 @@ impl LocalStorage {
         path
     }
 
-    /// Refuses to write through a symlinked folder, which could point
-    /// outside the store.
-    fn check_real_folders(&self, id: &DocId) -> Result<(), StorageError> {
+    /// The first folder on the way to `id`'s file that is a symbolic link:
+    /// it could point anywhere outside the store, so nothing is read or
+    /// written through it.
+    fn linked_folder(&self, id: &DocId) -> Option<PathBuf> {
         let mut dir = self.root.clone();
         let segments: Vec<&str> = id.segments().collect();
         for segment in &segments[..segments.len() - 1] {
             dir.push(segment);
-            match fs::symlink_metadata(&dir) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(io_error("write through symlink", &dir)(io::Error::other(
-                        "folder is a symbolic link; memtree writes only inside the store",
-                    )));
-                }
-                _ => {}
+            if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Some(dir);
             }
         }
-        Ok(())
+        None
+    }
+
+    /// Refuses to write through a symlinked folder.
+    fn check_real_folders(&self, id: &DocId) -> Result<(), StorageError> {
+        match self.linked_folder(id) {
+            Some(dir) => Err(io_error("write through symlink", &dir)(io::Error::other(
+                "folder is a symbolic link; memtree writes only inside the store",
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn put(&self, id: &DocId, content: &str) -> Result<(), StorageError> {
@@ -268,23 +287,59 @@ pub(crate) fn stamp_of(meta: &fs::Metadata) -> Stamp {
 }
 
 impl Storage for LocalStorage {
+    /// Reads a regular file inside the store and nothing else: a symbolic
+    /// link is not followed (`O_NOFOLLOW`), a FIFO cannot block the open
+    /// (`O_NONBLOCK`) and is refused once opened, and no more than the
+    /// read limit is read, however the file grows meanwhile.
     fn read(&self, id: &DocId) -> Result<Option<String>, StorageError> {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let path = self.doc_path(id);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                String::from_utf8(bytes).map(Some).map_err(|_| StorageError::InvalidUtf8 { id: id.clone() })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error("read", &path)(e)),
+        let unreadable = |reason| StorageError::Unreadable { id: id.clone(), reason };
+        if self.linked_folder(id).is_some() {
+            return Ok(None);
         }
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(unreadable(Unreadable::Symlink)),
+            Err(e) => return Err(io_error("read", &path)(e)),
+        };
+        let meta = file.metadata().map_err(io_error("stat", &path))?;
+        if meta.is_dir() {
+            return Ok(None); // A folder named like a document is a folder.
+        }
+        if !meta.is_file() {
+            return Err(unreadable(Unreadable::NotAFile));
+        }
+        let too_large = |len| unreadable(Unreadable::TooLarge { len, limit: self.read_limit });
+        if meta.len() > self.read_limit {
+            return Err(too_large(meta.len()));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(self.read_limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io_error("read", &path))?;
+        if bytes.len() as u64 > self.read_limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        String::from_utf8(bytes).map(Some).map_err(|_| unreadable(Unreadable::InvalidUtf8))
     }
 
+    /// A document is a regular file, or a symbolic link or special file
+    /// in its place (which exists, and which reading reports); a folder is
+    /// not one, and neither is anything behind a symlinked folder.
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError> {
         let path = self.doc_path(id);
-        match fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => Ok(Some(stamp_of(&meta))),
-            Ok(_) => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(None),
+            Ok(_) if self.linked_folder(id).is_some() => Ok(None),
+            Ok(meta) => Ok(Some(stamp_of(&meta))),
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
             Err(e) => Err(io_error("stat", &path)(e)),
         }
     }
@@ -316,7 +371,7 @@ impl Storage for LocalStorage {
                 let entry = entry.map_err(io_error("list", &dir))?;
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else {
-                    listing.ignored.push(format!("{prefix}{}", name.to_string_lossy()));
+                    listing.ignored.push((format!("{prefix}{}", name.to_string_lossy()), Ignored::NotAnId));
                     continue;
                 };
                 if name.starts_with('.') || name.starts_with('@') {
@@ -327,14 +382,20 @@ impl Storage for LocalStorage {
                     stack.push((entry.path(), format!("{prefix}{name}/")));
                     continue;
                 }
+                if file_type.is_symlink() && fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+                    listing.ignored.push((format!("{prefix}{name}"), Ignored::LinkedFolder));
+                    continue;
+                }
                 let Some(stem) = name.strip_suffix(".md") else { continue };
-                let raw = format!("{prefix}{stem}");
-                match DocId::parse(&raw) {
-                    Ok(id) if file_type.is_file() => {
-                        let meta = entry.metadata().map_err(io_error("stat", &entry.path()))?;
+                // A symbolic link or a special file is listed as the
+                // document it stands for: reading it says why it cannot be.
+                match DocId::parse(&format!("{prefix}{stem}")) {
+                    Ok(id) => {
+                        let meta =
+                            fs::symlink_metadata(entry.path()).map_err(io_error("stat", &entry.path()))?;
                         listing.docs.push((id, stamp_of(&meta)));
                     }
-                    _ => listing.ignored.push(format!("{prefix}{name}")),
+                    Err(_) => listing.ignored.push((format!("{prefix}{name}"), Ignored::NotAnId)),
                 }
             }
         }
@@ -522,6 +583,42 @@ mod tests {
         let err = storage.put(&id("escape/x"), "x").unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reads_never_leave_the_store_block_or_run_unbounded() {
+        use std::os::unix::fs::symlink;
+        let (dir, storage) = store();
+        let storage = storage.with_read_limit(1000);
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret.md"), "outside").unwrap();
+        symlink(outside.path().join("secret.md"), dir.path().join("linked.md")).unwrap();
+        symlink("/dev/zero", dir.path().join("zero.md")).unwrap();
+        symlink(outside.path(), dir.path().join("folder")).unwrap();
+        fs::write(dir.path().join("big.md"), "x".repeat(1001)).unwrap();
+        let fifo = dir.path().join("fifo.md");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let reason = |id_: &str| match storage.read(&id(id_)) {
+            Err(StorageError::Unreadable { reason, .. }) => reason,
+            other => panic!("{id_}: {other:?}"),
+        };
+        assert_eq!(reason("linked"), Unreadable::Symlink);
+        assert_eq!(reason("zero"), Unreadable::Symlink);
+        assert_eq!(reason("fifo"), Unreadable::NotAFile);
+        assert_eq!(reason("big"), Unreadable::TooLarge { len: 1001, limit: 1000 });
+        // Each exists as a document (so no write replaces it unseen)...
+        for name in ["linked", "zero", "fifo", "big"] {
+            assert!(storage.stamp(&id(name)).unwrap().is_some(), "{name}");
+        }
+        // ...but nothing behind a symlinked folder is in the store.
+        assert_eq!(storage.read(&id("folder/secret")).unwrap(), None);
+        assert_eq!(storage.stamp(&id("folder/secret")).unwrap(), None);
+        let listing = storage.list().unwrap();
+        let ids: Vec<&str> = listing.docs.iter().map(|(d, _)| d.as_str()).collect();
+        assert_eq!(ids, ["big", "fifo", "linked", "zero"]);
+        assert_eq!(listing.ignored, [("folder".to_owned(), Ignored::LinkedFolder)]);
     }
 
     #[test]

@@ -36,6 +36,7 @@ impl Restored {
         if !self.outcome.deleted.is_empty() {
             out.push_str(&format!("\nDeleted: {}", join(&self.outcome.deleted)));
         }
+        super::push_warning(&mut out, self.outcome.warning.as_deref());
         out
     }
 }
@@ -107,25 +108,20 @@ impl Memory {
         let mut subtree = self.gone_subtree(history, &version, &text)?;
         subtree.insert(id.clone(), text);
         let ids = came_back(&subtree);
-        let link = format!("- [[{id}]]\n");
+        let link = format!("- [[{id}]]");
         let outcome = self.rewrite_locked(
             &parent,
             &format!("{label} under {parent}"),
-            |current| {
-                Ok(if current.ends_with('\n') {
-                    format!("{current}{link}")
-                } else {
-                    format!("{current}\n{link}")
-                })
-            },
+            |current| Ok(crate::line_ending::append_line(current, &link)),
             &subtree,
         )?;
         Ok(Restored { ids, version, relinked_under: Some(parent), outcome })
     }
 
-    /// The documents `text` links, recursively, that no longer exist, with
-    /// their text in `version`. A link there to a document that exists now
-    /// elsewhere cannot come back without breaking the tree.
+    /// The documents `text` links, recursively, that no longer exist, each
+    /// with the last text it had (in `version`, when history has no other).
+    /// A link there to a document that exists now elsewhere cannot come
+    /// back without breaking the tree.
     fn gone_subtree(
         &self,
         history: &dyn History,
@@ -144,7 +140,10 @@ impl Memory {
             if subtree.contains_key(&child) {
                 continue;
             }
-            let text = history.read_at(version, &child)?.unwrap_or_else(|| format!("# {child}\n\n"));
+            let text = match self.last_text(history, &child)? {
+                Some(text) => text,
+                None => history.read_at(version, &child)?.unwrap_or_else(|| format!("# {child}\n\n")),
+            };
             for link in links(&text) {
                 if self.storage.stamp(&link)?.is_some() {
                     return Err(MemoryError::InvalidArgument {
@@ -159,6 +158,16 @@ impl Memory {
             subtree.insert(child, text);
         }
         Ok(subtree)
+    }
+
+    /// The last text a document that is gone had: as it was just before it
+    /// was pruned (or deleted).
+    fn last_text(&self, history: &dyn History, id: &DocId) -> Result<Option<String>, MemoryError> {
+        Ok(match history.log(Some(id), 1)?.first() {
+            Some(v) if !v.present => history.read_at(&format!("{}^", v.version), id)?,
+            Some(v) => history.read_at(&v.version, id)?,
+            None => None,
+        })
     }
 
     /// The document that linked `id` when it was pruned: the one whose

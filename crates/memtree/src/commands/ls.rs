@@ -19,10 +19,10 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
     }
     let mut out = String::new();
     for d in &documents {
-        let seconds = d.modified_ns / 1_000_000_000;
+        let changed = memtree_core::date::iso_datetime(d.modified_ns).replace('T', " ").replace('Z', " UTC");
         let parent = d.parent.as_ref().map_or("-", |p| p.as_str());
         out.push_str(&format!(
-            "{}\t{} bytes\tchanged {seconds}\tparent {parent}\t{} children\n",
+            "{}\t{} bytes\tchanged {changed}\tparent {parent}\t{} children\n",
             d.id,
             d.bytes,
             d.children.len()

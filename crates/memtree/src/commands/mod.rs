@@ -36,7 +36,10 @@ use crate::settings::Settings;
 /// git repository in `dir`).
 fn open_store(dir: &Path, settings: &Settings, commit: Commit) -> anyhow::Result<Memory> {
     let context = || format!("cannot open the store at {}", dir.display());
-    let storage = LocalStorage::open(dir).with_context(context)?.with_fault(settings.fault);
+    let storage = LocalStorage::open(dir)
+        .with_context(context)?
+        .with_fault(settings.fault)
+        .with_read_limit(settings.memory.max_document_bytes as u64);
     let index = SqliteIndex::open(dir.join(".memtree").join("index.sqlite")).with_context(context)?;
     let tokens = BpeCounter::new(&settings.tokenizer).map_err(anyhow::Error::msg)?;
     let memory = Memory::open(Arc::new(storage), settings.memory.clone())

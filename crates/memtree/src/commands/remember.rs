@@ -1,20 +1,23 @@
-//! `memtree remember [--document ID] [--section S] [--mode M] < fact`:
+//! `memtree remember [--document ID] [--parent ID] [--section S] [--mode M] < fact`:
 //! the `remember` tool's CLI.
 
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use memtree_core::MemoryError;
 use memtree_core::remember::Mode;
+use memtree_core::{FactPlace, MemoryError};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Target document (default: the best match, else a new one)
+    /// Target document, created if new (default: the best match, else a new one)
     #[arg(long)]
     document: Option<String>,
+    /// Where a new document goes (default: root)
+    #[arg(long)]
+    parent: Option<String>,
     /// `##` section (default: Notes)
     #[arg(long)]
     section: Option<String>,
@@ -31,14 +34,10 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .read_to_string(&mut fact)
         .map_err(|_| Failure::User("Error: content: not valid UTF-8".to_owned()))?;
     let trees = super::open_reconciled(settings)?;
-    let (memory, document) = match args.document.as_deref() {
-        Some(raw) => {
-            let target = trees.for_write("document", Some(raw))?;
-            (target.memory, Some(target.id))
-        }
-        None => (&**trees.own(), None),
-    };
-    let done = memory.remember(&fact, document.as_ref(), args.section.as_deref(), mode)?;
+    let (memory, document, parent) = trees.for_remember(args.document.as_deref(), args.parent.as_deref())?;
+    let place =
+        FactPlace { document: document.as_ref(), section: args.section.as_deref(), parent: parent.as_ref() };
+    let done = memory.remember(&fact, &place, mode)?;
     super::print(&done.report())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,8 @@ use crate::settings::{Settings, env, var};
 
 /// Messages up to this size are read whatever the document limit.
 const MIN_MESSAGE_BYTES: usize = 16 << 20;
+/// How long engine calls may go on after the client left.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -59,10 +61,15 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .context("cannot start the async runtime")?;
     // A message may carry a whole document, escaped: room for the largest.
     let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let (input, output) = rmcp::transport::io::stdio_pipes();
         memtree_mcp::framing::serve(server, input, output, max_message).await.context("MCP service failed")
-    })?;
+    });
+    // An engine call still running when the client left is let finish a
+    // while (a write is atomic however it ends), but a server never
+    // outlives its client for long.
+    runtime.shutdown_timeout(SHUTDOWN_WAIT);
+    served?;
     // The client left: commit what is queued and bring the git index
     // along now, rather than leave it to the next process.
     for memory in trees.each() {
