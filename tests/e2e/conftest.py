@@ -47,8 +47,8 @@ def serve(store: Path, base_env: dict[str, str]):
     """`async with serve() as m:` starts a server on the test's store."""
 
     def _open(*, store_dir: Path | None = store, args: Iterable[str] = (), env: Mapping[str, str] | None = None,
-              lifecycle: str = "initialize"):
-        return open_server(store_dir, base_env, args=args, env=env, lifecycle=lifecycle)
+              lifecycle: str = "initialize", wrap: Iterable[str] = ()):
+        return open_server(store_dir, base_env, args=args, env=env, lifecycle=lifecycle, wrap=wrap)
 
     return _open
 

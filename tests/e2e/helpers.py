@@ -127,12 +127,15 @@ async def open_server(
     env: Mapping[str, str] | None = None,
     stderr_path: Path | None = None,
     lifecycle: str = "initialize",
+    wrap: Iterable[str] = (),
 ) -> AsyncIterator[Mcp]:
     """Start `memtree serve` and open an MCP session.
 
     `lifecycle="initialize"` negotiates protocol 2025-11-25 with `initialize`;
     `lifecycle="discover"` uses the 2026-07-28 `server/discover` (no handshake,
     the SDK stamps `_meta` on every request).
+
+    `wrap` is a command the server runs under (`unshare …`).
 
     `store=None` omits `--data-dir` (for data dir resolution tests). The
     SDK passes only a whitelist of variables to the child, so the full sealed
@@ -146,7 +149,8 @@ async def open_server(
     full_env = dict(base_env)
     if env:
         full_env.update(env)
-    params = StdioServerParameters(command=str(BIN), args=argv, env=full_env)
+    command = [*wrap, str(BIN), *argv]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=full_env)
     if stderr_path is None:
         stderr_path = Path(full_env["HOME"]).parent / f"serve-{_serve_counter}.stderr"
     with open(stderr_path, "w") as errlog:

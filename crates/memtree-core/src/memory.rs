@@ -1313,6 +1313,9 @@ impl Memory {
             findings.push(Finding::Recovered { label: r.label.clone(), replayed: r.replayed });
         }
         findings.extend(self.index_health()?);
+        if let Some(Err(problem)) = self.history_health() {
+            findings.push(Finding::HistoryBroken { reason: problem.reason, queued: problem.queued });
+        }
         findings.extend(self.stale_memory(&tree));
         findings.extend(self.conflicting_memory(&tree)?);
         Ok(ValidationReport { documents: tree.len(), findings })
@@ -1374,9 +1377,27 @@ impl Memory {
             if stale.is_empty() {
                 return Ok(hits);
             }
-            self.refresh(&stale)?;
+            if let Err(error) = self.refresh(&stale) {
+                tracing::warn!(%error, "the index cannot be brought up to date; checking hits by their text");
+                return Ok(self.still_in_their_files(hits, &stale));
+            }
         }
         Ok(index.search(&request)?)
+    }
+
+    /// The hits whose passage is still in its document, for an index that
+    /// cannot be written (a read-only store, a full disk): a hit of a
+    /// changed file is kept only if the file still says it.
+    fn still_in_their_files(&self, mut hits: Vec<Hit>, changed: &[DocId]) -> Vec<Hit> {
+        let mut texts: HashMap<&DocId, Option<String>> = HashMap::new();
+        for id in changed {
+            texts.insert(id, self.storage.read(id).ok().flatten());
+        }
+        hits.retain(|hit| match texts.get(&hit.id) {
+            Some(text) => text.as_deref().is_some_and(|t| t.contains(hit.text.as_str())),
+            None => true,
+        });
+        hits
     }
 
     /// A memory pack for a task, within `budget` tokens; logs the use of
@@ -1513,6 +1534,11 @@ impl Memory {
             .into_iter()
             .map(|c| Finding::Conflict { a: c.a, b: c.b, only_a: c.only_a, only_b: c.only_b })
             .collect())
+    }
+
+    /// Whether history records every change (`None`: history is off).
+    pub fn history_health(&self) -> Option<Result<(), crate::history::HistoryProblem>> {
+        self.history.as_ref().map(|history| history.check())
     }
 
     /// How far the index is from the documents, without changing either.

@@ -50,6 +50,9 @@ pub enum Finding {
     /// Passages of two documents that say nearly the same thing, with
     /// different words (values) on each side.
     Conflict { a: (DocId, String), b: (DocId, String), only_a: Vec<String>, only_b: Vec<String> },
+    /// Changes are not becoming versions: the repository is damaged or
+    /// cannot be written. They wait, queued, until it can.
+    HistoryBroken { reason: String, queued: usize },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -133,6 +136,17 @@ impl std::fmt::Display for Finding {
                     write!(f, " (e.g. {})", join(examples))?;
                 }
                 f.write_str("; `memtree reindex` rebuilds it")
+            }
+            Finding::HistoryBroken { reason, queued } => {
+                let waiting = match queued {
+                    1 => "1 change waits".to_owned(),
+                    n => format!("{n} changes wait"),
+                };
+                write!(
+                    f,
+                    "history: changes are not being recorded ({reason}); {waiting} in .memtree/history/ for \
+                     .git to be repaired, or moved aside (memtree then starts a new history)"
+                )
             }
             Finding::Conflict { a, b, only_a, only_b } => {
                 let says = |words: &[String]| words.iter().take(4).cloned().collect::<Vec<_>>().join(" ");

@@ -140,6 +140,14 @@ impl GitHistory {
             .truncate(false)
             .write(true)
             .open(&self.lock_path)
+            .or_else(|e| match e.kind() {
+                // A read-only store's history is still read under the
+                // lock: flock needs no write access.
+                std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+                    File::open(&self.lock_path)
+                }
+                _ => Err(e),
+            })
             .map_err(backend)?;
         lock.lock().map_err(backend)?;
         self.clear_stale_locks();

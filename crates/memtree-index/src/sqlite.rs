@@ -52,45 +52,24 @@ fn backend(path: &Path) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
 
 impl SqliteIndex {
     /// Opens (creating if needed) the index at `path`. An index of another
-    /// schema version is emptied: it is derived data, rebuilt by reconciling.
+    /// schema version is emptied: it is derived data, rebuilt by
+    /// reconciling. So is a damaged one (garbage in the file, a folder in
+    /// its place): it is set aside as `index.sqlite.damaged` and a new one
+    /// made, with a warning. Where the index cannot be written (a read-only
+    /// folder, a full disk) it is opened read-only, so searches still work.
     pub fn open(path: impl Into<PathBuf>) -> Result<SqliteIndex, IndexError> {
         let path = path.into();
-        let err = backend(&path);
-        let conn = Connection::open(&path).map_err(&err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(&err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(&err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(&err)?;
-        let version = |conn: &Connection| -> Option<String> {
-            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).ok()
+        let conn = match open_writable(&path) {
+            Ok(conn) => conn,
+            Err(error) if is_damaged(&path, &error) => repair(&path, &error)?,
+            Err(error) => match open_read_only(&path) {
+                Ok(conn) => {
+                    tracing::warn!(%error, path = %path.display(), "the index cannot be written: searching it read-only");
+                    conn
+                }
+                Err(_) => return Err(backend(&path)(error)),
+            },
         };
-        // Opening an up-to-date index writes nothing, so that a server's
-        // start never waits for another process's write transaction. The
-        // version is read again under the write lock: two processes opening
-        // a new store at once must not drop each other's tables.
-        if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
-            conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
-            if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
-                conn.execute_batch(
-                    "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
-                     DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;",
-                )
-                .map_err(&err)?;
-                conn.execute_batch(SCHEMA).map_err(&err)?;
-                // The rank column orders by BM25 with memtree's column weights.
-                conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])
-                    .map_err(&err)?;
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)",
-                    [SCHEMA_VERSION],
-                )
-                .map_err(&err)?;
-            }
-            conn.execute_batch("COMMIT").map_err(&err)?;
-        }
-        // A bigger page cache than SQLite's 2 MiB keeps a 10k-document
-        // index's hot pages in memory without holding the whole file.
-        conn.pragma_update(None, "cache_size", -8192).map_err(&err)?;
-        drop(err);
         Ok(SqliteIndex { conn: Mutex::new(conn), path })
     }
 
@@ -101,6 +80,107 @@ impl SqliteIndex {
     fn err(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
         backend(&self.path)
     }
+}
+
+/// Opens the index for reading and writing, creating or upgrading it.
+fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let version = |conn: &Connection| -> Option<String> {
+        conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).ok()
+    };
+    // Opening an up-to-date index writes nothing, so that a server's
+    // start never waits for another process's write transaction. The
+    // version is read again under the write lock: two processes opening
+    // a new store at once must not drop each other's tables.
+    if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
+            conn.execute_batch(
+                "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words_vocab; DROP TABLE IF EXISTS words;
+                 DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
+                 DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;",
+            )?;
+            conn.execute_batch(SCHEMA)?;
+            // The rank column orders by BM25 with memtree's column weights.
+            conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])?;
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])?;
+        }
+        conn.execute_batch("COMMIT")?;
+    }
+    // A bigger page cache than SQLite's 2 MiB keeps a 10k-document
+    // index's hot pages in memory without holding the whole file.
+    conn.pragma_update(None, "cache_size", -8192)?;
+    Ok(conn)
+}
+
+/// Opens the index read-only, as it is (no schema change, no WAL file
+/// created): for a store on a read-only or full disk.
+fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    use rusqlite::OpenFlags;
+    let escaped = path.display().to_string().replace('%', "%25").replace('?', "%3f").replace('#', "%23");
+    let uri = format!("file:{escaped}?immutable=1");
+    let conn =
+        Connection::open_with_flags(&uri, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI)?;
+    conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get::<_, String>(0)).and_then(
+        |version| {
+            if version == SCHEMA_VERSION { Ok(conn) } else { Err(rusqlite::Error::InvalidQuery) }
+        },
+    )
+}
+
+/// Whether opening failed because the file is not a sound index (so a new
+/// one may replace it), rather than for want of room or rights.
+fn is_damaged(path: &Path, error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    let not_a_file = std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file());
+    not_a_file || matches!(error.sqlite_error_code(), Some(NotADatabase | DatabaseCorrupt))
+}
+
+/// Sets a damaged index aside and makes a new one, holding a lock so that
+/// two processes never set aside each other's new index.
+fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError> {
+    let err = backend(path);
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .and_then(|file| file.lock().map(|()| file))
+        .map_err(|e| IndexError::Backend {
+            location: lock_path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    // Another process may have repaired it while this one waited.
+    let conn = match open_writable(path) {
+        Ok(conn) => conn,
+        Err(again) if is_damaged(path, &again) => {
+            let aside = path.with_extension("sqlite.damaged");
+            tracing::warn!(
+                %error,
+                path = %path.display(),
+                aside = %aside.display(),
+                "the search index is damaged: set aside, and built again from the documents"
+            );
+            let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
+            std::fs::rename(path, &aside).map_err(|e| IndexError::Backend {
+                location: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            // What the damaged file's log and shared memory hold is not
+            // the new file's.
+            for extension in ["sqlite-wal", "sqlite-shm"] {
+                let _ = std::fs::remove_file(path.with_extension(extension));
+            }
+            open_writable(path).map_err(&err)?
+        }
+        Err(again) => return Err(err(again)),
+    };
+    drop(lock);
+    Ok(conn)
 }
 
 fn scope_str(scope: Option<Scope>) -> Option<&'static str> {

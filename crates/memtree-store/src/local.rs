@@ -433,6 +433,16 @@ impl Storage for LocalStorage {
             }
             other => other,
         }
+        .or_else(|e| {
+            // A read-only store (a read-only mount, a copy without write
+            // rights) is still read under a lock: flock needs no write
+            // access, so the file is opened for reading.
+            if matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM)) {
+                fs::File::open(&self.lock_path)
+            } else {
+                Err(e)
+            }
+        })
         .map_err(io_error("open", &self.lock_path))?;
         match mode {
             LockMode::Shared => file.lock_shared(),

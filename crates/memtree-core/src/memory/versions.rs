@@ -59,7 +59,11 @@ impl Memory {
     /// first.
     pub fn history(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, MemoryError> {
         let history = self.history_backend()?;
-        self.flush_history(id.map(std::slice::from_ref))?;
+        // What is queued is listed once committed; a store that cannot be
+        // written (read-only, a full disk) still shows what history holds.
+        if let Err(error) = self.flush_history(id.map(std::slice::from_ref)) {
+            tracing::warn!(%error, "listing history without the changes not committed yet");
+        }
         Ok(history.log(id, limit)?)
     }
 

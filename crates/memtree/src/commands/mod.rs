@@ -40,11 +40,17 @@ fn open_store(dir: &Path, settings: &Settings, commit: Commit) -> anyhow::Result
         .with_context(context)?
         .with_fault(settings.fault)
         .with_read_limit(settings.memory.max_document_bytes as u64);
-    let index = SqliteIndex::open(dir.join(".memtree").join("index.sqlite")).with_context(context)?;
     let tokens = BpeCounter::new(&settings.tokenizer).map_err(anyhow::Error::msg)?;
-    let memory = Memory::open(Arc::new(storage), settings.memory.clone())
-        .with_context(context)?
-        .with_index(Arc::new(index), Arc::new(tokens));
+    let memory = Memory::open(Arc::new(storage), settings.memory.clone()).with_context(context)?;
+    // The index is derived: without it, documents are still read and
+    // written, and search says why it cannot answer.
+    let memory = match SqliteIndex::open(dir.join(".memtree").join("index.sqlite")) {
+        Ok(index) => memory.with_index(Arc::new(index), Arc::new(tokens)),
+        Err(error) => {
+            tracing::warn!(%error, "serving without a search index");
+            memory
+        }
+    };
     Ok(if settings.history { memory.with_history(GitHistory::open(dir, commit)) } else { memory })
 }
 

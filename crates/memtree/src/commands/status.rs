@@ -15,11 +15,20 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
     let most: Vec<&Usage> = usage.iter().take(5).collect();
     let least: Vec<&Usage> = usage.iter().rev().take(5).collect();
     let suggestions = memory.suggestions()?;
+    let history = match memory.history_health() {
+        None => "off (MEMTREE_HISTORY=off)".to_owned(),
+        Some(Ok(())) => "recording every change".to_owned(),
+        Some(Err(problem)) => Finding::HistoryBroken { reason: problem.reason, queued: problem.queued }
+            .to_string()
+            .trim_start_matches("history: ")
+            .to_owned(),
+    };
     if settings.json {
         super::print_json(&serde_json::json!({
             "store": status,
             "index": index,
             "index_fresh": fresh.is_none(),
+            "history": history,
             "most_used": most,
             "least_used": least,
             "suggestions": suggestions,
@@ -43,6 +52,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
         index.bytes,
         fresh.map_or_else(|| "up to date".to_owned(), |f| f.to_string())
     ));
+    out.push_str(&format!("history: {history}\n"));
     let line = |u: &&Usage| format!("  {}: {} packs\n", u.id, u.count);
     if !most.is_empty() {
         out.push_str("most used in memory packs:\n");
