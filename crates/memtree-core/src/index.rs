@@ -96,6 +96,50 @@ pub struct Hit {
     pub shared: bool,
 }
 
+/// How far an index catching up with the documents is: `done` of `total`
+/// documents indexed again (`0` of `0` while it compares stamps).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IndexProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+impl std::fmt::Display for IndexProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.total == 0 {
+            f.write_str("the index is still being checked against the documents")
+        } else {
+            write!(f, "the index is still being built ({} of {} documents)", self.done, self.total)
+        }
+    }
+}
+
+/// The answer of a search: ranked hits, and whether the index was still
+/// catching up (so a missing hit may only not be indexed yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub hits: Vec<Hit>,
+    pub index_building: Option<IndexProgress>,
+}
+
+/// As the list of hits; while the index is catching up, as
+/// `{"hits": [...], "index_building": {"done": …, "total": …}}`, so a
+/// script cannot take an empty list for "nothing matches".
+impl serde::Serialize for Found {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        match self.index_building {
+            None => self.hits.serialize(serializer),
+            Some(progress) => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("hits", &self.hits)?;
+                map.serialize_entry("index_building", &progress)?;
+                map.end()
+            }
+        }
+    }
+}
+
 /// Documents most and least used by memory packs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Usage {

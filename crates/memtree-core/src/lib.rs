@@ -30,7 +30,9 @@ pub use error::{
 };
 pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
-pub use index::{Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage};
+pub use index::{
+    Found, Hit, Index, IndexError, IndexProgress, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage,
+};
 pub use memory::Restored;
 pub use memory::{
     DocumentInfo, Edit, FactPlace, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation,

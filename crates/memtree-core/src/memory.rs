@@ -25,7 +25,9 @@ use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter::{self, FrontMatter, Scope, Status};
 use crate::history::History;
-use crate::index::{Hit, Index, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash};
+use crate::index::{
+    Hit, Index, IndexProgress, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage, content_hash,
+};
 use crate::l0;
 use crate::line_ending::{self, BOM, LineEnding};
 use crate::links::{self, InvalidLink, parse_links};
@@ -492,6 +494,51 @@ fn reachable<'t>(tree: &'t Tree, roots: &[&DocId], allowed: impl Fn(&DocId) -> b
     seen
 }
 
+/// How long a search waits for the index to catch up with the documents
+/// before it answers from what is indexed, saying so.
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The state of an index catching up with the documents (a server's
+/// reconciliation at start), which searches wait for.
+#[derive(Debug, Default)]
+struct CatchingUp {
+    progress: Mutex<Option<IndexProgress>>,
+    done: std::sync::Condvar,
+}
+
+/// Ends a catch-up when dropped, however it ends.
+struct CaughtUp<'a>(&'a CatchingUp);
+
+impl Drop for CaughtUp<'_> {
+    fn drop(&mut self) {
+        *self.0.progress.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.0.done.notify_all();
+    }
+}
+
+impl CatchingUp {
+    fn expect(&self) {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_default();
+    }
+
+    fn begin(&self) -> CaughtUp<'_> {
+        self.expect();
+        CaughtUp(self)
+    }
+
+    fn set(&self, progress: IndexProgress) {
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(progress);
+    }
+
+    /// Waits up to `wait` for the catch-up to end; the progress if it has not.
+    fn wait(&self, wait: std::time::Duration) -> Option<IndexProgress> {
+        let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let (progress, _) =
+            self.done.wait_timeout_while(progress, wait, |p| p.is_some()).unwrap_or_else(|e| e.into_inner());
+        *progress
+    }
+}
+
 /// How recently changed a file must be to distrust its stamp.
 const RACY_WINDOW_NS: u64 = 100_000_000;
 
@@ -504,6 +551,8 @@ pub struct Memory {
     writer: Mutex<()>,
     cache: Mutex<TreeCache>,
     recovered: Option<Recovery>,
+    /// How far the index is in catching up with the documents, while it is.
+    catching_up: CatchingUp,
 }
 
 impl Memory {
@@ -526,6 +575,7 @@ impl Memory {
             writer: Mutex::new(()),
             cache: Mutex::default(),
             recovered,
+            catching_up: CatchingUp::default(),
         };
         memory.restore_invariants()?;
         Ok(memory)
@@ -806,6 +856,9 @@ impl Memory {
         let target = match place.document {
             Some(id) => id.clone(),
             None => {
+                if self.index.is_some() {
+                    self.index_progress();
+                }
                 match self.index.as_ref().map(|_| self.search(&format!("{section} {fact}"), 1, None, None)) {
                     Some(Ok(hits)) if !hits.is_empty() => hits[0].id.clone(),
                     Some(Err(e)) => return Err(e),
@@ -1335,6 +1388,19 @@ impl Memory {
         })
     }
 
+    /// Marks the index as about to catch up with the documents (a server
+    /// reconciles in the background): searches wait for it, a while.
+    pub fn expect_reconcile(&self) {
+        self.catching_up.expect();
+    }
+
+    /// How far the index is, when it is still catching up with the
+    /// documents after waiting a little for it to finish; `None` once it
+    /// has.
+    pub fn index_progress(&self) -> Option<IndexProgress> {
+        self.catching_up.wait(INDEX_WAIT)
+    }
+
     /// Ranked passages for a plain-words query; every hit is checked against
     /// the stored document first, so none is from text that is gone.
     pub fn search(
@@ -1432,6 +1498,7 @@ impl Memory {
     /// content hashes only where a stamp changed.
     pub fn reconcile(&self) -> Result<Reconciliation, MemoryError> {
         let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let _catching_up = self.catching_up.begin();
         self.restore_invariants()?;
         let listing = self.storage.list()?;
         let known: HashMap<DocId, (Stamp, u64)> =
@@ -1452,7 +1519,8 @@ impl Memory {
             }
         }
         report.indexed = changed.len();
-        for chunk in changed.chunks(500) {
+        for (i, chunk) in changed.chunks(500).enumerate() {
+            self.catching_up.set(IndexProgress { done: i * 500, total: changed.len() });
             self.refresh(chunk)?;
         }
         let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::doc_id::DocId;
 use crate::error::{MemoryError, parse_id_argument};
 use crate::front_matter::Scope;
-use crate::index::Hit;
+use crate::index::{Found, Hit};
 use crate::memory::Memory;
 use crate::pack::{self, Pack};
 
@@ -165,13 +165,14 @@ impl Namespaced {
         limit: usize,
         scope: Option<Scope>,
         under: Option<&str>,
-    ) -> Result<Vec<Hit>, MemoryError> {
+    ) -> Result<Found, MemoryError> {
         match under {
             Some(raw) => {
                 let target = self.for_read("under", Some(raw))?;
+                let index_building = target.memory.index_progress();
                 let mut hits = target.memory.search(query, limit, scope, Some(&target.id))?;
                 hits.iter_mut().for_each(|h| h.shared = target.shared);
-                Ok(relative(hits))
+                Ok(Found { hits: relative(hits), index_building })
             }
             None => search(&self.trees(), query, limit, scope),
         }
@@ -204,14 +205,16 @@ impl Namespaced {
 
 /// Ranked passages of several trees (the own one first): one ranking, own
 /// documents first at equal score, a shared document hidden by an own one of
-/// the same id.
+/// the same id. An index still catching up is waited for a while, then
+/// searched as it is, which the answer says.
 pub(crate) fn search(
     trees: &[(&Memory, bool)],
     query: &str,
     limit: usize,
     scope: Option<Scope>,
-) -> Result<Vec<Hit>, MemoryError> {
-    let [(own, _), others @ ..] = trees else { return Ok(Vec::new()) };
+) -> Result<Found, MemoryError> {
+    let [(own, _), others @ ..] = trees else { return Ok(Found { hits: Vec::new(), index_building: None }) };
+    let index_building = trees.iter().find_map(|(memory, _)| memory.index_progress());
     let mut hits = own.search(query, limit, scope, None)?;
     for (memory, shared) in others {
         for mut hit in memory.search(query, limit, scope, None)? {
@@ -223,7 +226,7 @@ pub(crate) fn search(
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit.clamp(1, 50));
-    Ok(relative(hits))
+    Ok(Found { hits: relative(hits), index_building })
 }
 
 /// Scores from 0 to 1, the best hit's being 1: a raw BM25 score means
@@ -258,8 +261,8 @@ pub(crate) fn recall(
     if task.trim().is_empty() {
         return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
     }
-    let hits = search(trees, task, 40, scope)?;
-    let pack = pack::assemble(&hits, budget, tokens);
+    let found = search(trees, task, 40, scope)?;
+    let pack = pack::assemble(&found.hits, budget, tokens, found.index_building);
     for (memory, shared) in trees {
         memory.record_use(&pack.documents(*shared))?;
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::doc_id::DocId;
 use crate::front_matter::Scope;
-use crate::index::{Hit, TokenCounter};
+use crate::index::{Found, Hit, IndexProgress, TokenCounter};
 use crate::namespace::SHARED_PREFIX;
 
 /// Passages scoring below this share of the best one are not relevant.
@@ -26,6 +26,10 @@ pub struct Pack {
     /// Documents with relevant passages left out for lack of budget, best
     /// first, each once (`shared:` marks the shared tree's).
     pub left_out: Vec<String>,
+    /// The index was still catching up with the documents: more may be
+    /// relevant than it found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_building: Option<IndexProgress>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -85,12 +89,23 @@ const LEFT_OUT_NAMED: usize = 8;
 /// Assembles a pack from ranked hits (best first). The budget holds the
 /// whole text: header, entries and the short line naming the documents
 /// that did not fit.
-pub fn assemble(hits: &[Hit], budget: usize, counter: &dyn TokenCounter) -> Pack {
+pub fn assemble(
+    hits: &[Hit],
+    budget: usize,
+    counter: &dyn TokenCounter,
+    index_building: Option<IndexProgress>,
+) -> Pack {
     let top = hits.first().map_or(0.0, |h| h.score);
     let mut accepted: Vec<(PackEntry, HashSet<String>, usize)> = Vec::new();
     let mut left_out: Vec<PackEntry> = Vec::new();
-    let mut pack =
-        Pack { budget, used: 0, tokenizer: counter.name().to_owned(), entries: vec![], left_out: vec![] };
+    let mut pack = Pack {
+        budget,
+        used: 0,
+        tokenizer: counter.name().to_owned(),
+        entries: vec![],
+        left_out: vec![],
+        index_building,
+    };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
         let text = if counter.count(&hit.text) > WHOLE_PASSAGE_TOKENS {
             hit.excerpt.replace("**", "")
@@ -164,6 +179,9 @@ fn render_entry(entry: &PackEntry) -> String {
 impl Pack {
     pub fn render(&self) -> String {
         let mut out = format!("# Memory pack ({}/{} tokens)\n", self.used, self.budget);
+        if let Some(progress) = self.index_building {
+            let _ = writeln!(out, "Note: {progress}; more may be relevant.");
+        }
         if self.entries.is_empty() && self.left_out.is_empty() {
             out.push_str("Nothing relevant in memory.\n");
         } else if self.entries.is_empty() {
@@ -204,12 +222,19 @@ impl Pack {
 /// Ids shown of a long path: the first and the last few.
 const PATH_ENDS: usize = 3;
 
-/// The answer of `search`: one hit per line pair, compact.
-pub fn render_hits(hits: &[Hit]) -> String {
-    if hits.is_empty() {
-        return "No matches.\n".to_owned();
-    }
+/// The answer of `search`: one hit per line pair, compact; while the index
+/// is catching up, a first line says so (and never a bare `No matches.`).
+pub fn render_hits(found: &Found) -> String {
+    let hits = &found.hits;
     let mut out = String::new();
+    match (found.index_building, hits.is_empty()) {
+        (Some(progress), true) => return format!("No matches yet: {progress}; try again shortly.\n"),
+        (Some(progress), false) => {
+            let _ = writeln!(out, "Note: {progress}; more may match.");
+        }
+        (None, true) => return "No matches.\n".to_owned(),
+        (None, false) => {}
+    }
     for (i, hit) in hits.iter().enumerate() {
         let mut path: Vec<String> = hit.path.iter().map(|id| id.as_str().to_owned()).collect();
         if path.len() > 2 * PATH_ENDS + 1 {
@@ -264,7 +289,7 @@ mod tests {
             hit("tmp", "", 7.0, Some(Scope::Ephemeral), "deploy frozen this week"),
             hit("me", "Tone", 6.0, Some(Scope::Agent), "answer briefly"),
         ];
-        let pack = assemble(&hits, 200, &Words);
+        let pack = assemble(&hits, 200, &Words, None);
         let text = pack.render();
         assert_eq!(
             text,
@@ -285,7 +310,7 @@ mod tests {
             hit("b", "B", 8.0, None, &long_b),
             hit("c", "C", 7.0, None, "short fact"),
         ];
-        let pack = assemble(&hits, 60, &Words);
+        let pack = assemble(&hits, 60, &Words, None);
         assert!(pack.used <= 60, "{}", pack.render());
         assert_eq!(pack.entries.iter().map(|e| e.citation.as_str()).collect::<Vec<_>>(), ["[a#A]", "[c#C]"]);
         assert_eq!(pack.left_out, ["b"]);
@@ -306,7 +331,7 @@ mod tests {
             })
             .collect();
         for budget in [50, 60, 100, 300] {
-            let pack = assemble(&hits, budget, &Words);
+            let pack = assemble(&hits, budget, &Words, None);
             let text = pack.render();
             assert!(pack.used <= budget && Words.count(&text) == pack.used, "{budget}: {text}");
             assert!(!pack.entries.is_empty(), "{budget}: {text}");
@@ -324,7 +349,7 @@ mod tests {
             hit("b", "Port", 8.5, None, "the staging database listens on port 5433 since March."),
             hit("c", "Other", 1.0, None, "unrelated but matched one word"),
         ];
-        let pack = assemble(&hits, 500, &Words);
+        let pack = assemble(&hits, 500, &Words, None);
         assert_eq!(pack.entries.len(), 1);
         assert!(pack.left_out.is_empty());
         assert_eq!(pack.documents(false), [DocId::parse("a").unwrap()]);
@@ -334,7 +359,7 @@ mod tests {
     #[test]
     fn an_empty_pack_says_so() {
         assert_eq!(
-            assemble(&[], 100, &Words).render(),
+            assemble(&[], 100, &Words, None).render(),
             "# Memory pack (9/100 tokens)\nNothing relevant in memory.\n"
         );
     }

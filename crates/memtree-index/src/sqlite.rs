@@ -3,7 +3,9 @@
 //! FTS5 (BM25, Porter stemming over unicode61 words, CJK as bigrams) over
 //! passages, beside plain tables for document metadata, links (for the path
 //! from root and subtree filters) and pack usage; the typo vocabulary is the
-//! FTS5 term list itself (`fts5vocab`). WAL
+//! term list (`fts5vocab`) of a second, unstemmed FTS5 table holding each
+//! document's words as written, so a typo is matched against real words
+//! (`databse` → `database`), not Porter stems (`databas`). WAL
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
 
@@ -17,7 +19,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
 
-const SCHEMA_VERSION: &str = "3";
+const SCHEMA_VERSION: &str = "4";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.
@@ -37,7 +39,9 @@ CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
     content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='', contentless_delete=1,
+    tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS words_vocab USING fts5vocab(words, 'row');
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
 ";
 
@@ -202,6 +206,7 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str]) -> rusqlite::Result
         }
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
         tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
+        tx.execute("DELETE FROM words WHERE rowid IN (SELECT rowid FROM docs WHERE id = ?1)", [id])?;
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
     }
     Ok(())
@@ -229,6 +234,7 @@ impl Index for SqliteIndex {
             let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
             let mut passage_stmt =
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line) VALUES (?1, ?2, ?3, ?4)")?;
+            let mut words_stmt = tx.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?;
             let mut fts_stmt = tx.prepare_cached(
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
@@ -248,6 +254,7 @@ impl Index for SqliteIndex {
                     doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
+                let doc_rowid = tx.last_insert_rowid();
                 for (ord, child) in doc.links.iter().enumerate() {
                     link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
                 }
@@ -264,6 +271,15 @@ impl Index for SqliteIndex {
                     let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
                     fts_stmt.execute(params![rowid, id_text(&doc.id), doc.title, headings, meta, passage.text, cjk])?;
                 }
+                // The document's words as written, once each, for typos.
+                let mut words = format!("{} {} {meta}", id_text(&doc.id), doc.title);
+                for passage in &doc.passages {
+                    words.push(' ');
+                    words.push_str(&passage.heading_path.join(" "));
+                    words.push(' ');
+                    words.push_str(&passage.text);
+                }
+                words_stmt.execute(params![doc_rowid, words])?;
             }
             Ok(())
         })()
@@ -545,7 +561,7 @@ impl Index for SqliteIndex {
     fn clear(&self) -> Result<(), IndexError> {
         self.conn()
             .execute_batch(
-                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; COMMIT;",
+                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words; COMMIT;",
             )
             .map_err(self.err())
     }
@@ -593,22 +609,36 @@ fn signals(row: &Row, now_ns: u64) -> f64 {
     priority * confidence * recency * usage
 }
 
-/// Indexed terms (Porter stems) one edit from `term` (two for long words),
-/// the three most common first.
+/// Words of the store one edit from `term` (two for words of eight
+/// letters or more; a swap of neighbours is one), most common first, at
+/// most three. Candidates start with the term's first letter, or its
+/// second (for a swap at the start).
 fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
-    let limit = if term.chars().count() >= 8 { 2 } else { 1 };
-    let first: String = term.chars().take(1).collect();
-    let mut stmt =
-        conn.prepare_cached("SELECT term, doc FROM vocab WHERE term >= ?1 AND term < ?1 || char(1114111)")?;
-    let mut near: Vec<(usize, i64, String)> = stmt
-        .query_map([first], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
-        .filter_map(Result::ok)
-        .filter_map(|(w, docs)| {
-            let d = edit_distance(term, &w, limit);
-            (d <= limit && w != term).then_some((d, -docs, w))
-        })
-        .collect();
+    let letters: Vec<char> = term.chars().collect();
+    let limit = if letters.len() >= 8 { 2 } else { 1 };
+    let mut stmt = conn.prepare_cached(
+        "SELECT term, doc FROM words_vocab WHERE term >= ?1 AND term < ?1 || char(1114111)
+         AND length(term) BETWEEN ?2 AND ?3",
+    )?;
+    let mut firsts = vec![letters[0]];
+    if letters.len() > 1 && letters[1] != letters[0] {
+        firsts.push(letters[1]);
+    }
+    let (shortest, longest) = (letters.len().saturating_sub(limit) as i64, (letters.len() + limit) as i64);
+    let mut near: Vec<(usize, i64, String)> = Vec::new();
+    for first in firsts {
+        let rows = stmt.query_map(params![first.to_string(), shortest, longest], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        for (word, docs) in rows.filter_map(Result::ok) {
+            let d = edit_distance(term, &word, limit);
+            if d <= limit && word != term {
+                near.push((d, -docs, word));
+            }
+        }
+    }
     near.sort();
+    near.dedup_by(|a, b| a.2 == b.2);
     Ok(near.into_iter().take(3).map(|(_, _, w)| w).collect())
 }
 

@@ -81,30 +81,40 @@ pub fn fts_literal(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-/// Levenshtein distance, giving up (returning `limit + 1`) past `limit`.
+/// Edit distance in which swapping two neighbouring letters is one edit,
+/// as a typing slip is (optimal string alignment: `recieve` is one edit
+/// from `receive`), giving up (returning `limit + 1`) past `limit`.
 pub fn edit_distance(a: &str, b: &str, limit: usize) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     if a.len().abs_diff(b.len()) > limit {
         return limit + 1;
     }
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        let mut best = row[0];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + cost);
-            prev = row[j + 1];
-            row[j + 1] = next;
-            best = best.min(next);
+    let n = b.len();
+    // Rows i-2, i-1 and i of the distance table.
+    let mut before = vec![0; n + 1];
+    let mut prev: Vec<usize> = (0..=n).collect();
+    let mut row = vec![0; n + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        let mut best = i;
+        for j in 1..=n {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(row[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            row[j] = d;
+            best = best.min(d);
         }
+        // A row's smallest value never falls in the rows below it.
         if best > limit {
             return limit + 1;
         }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut row);
     }
-    row[b.len()]
+    prev[n]
 }
 
 /// A word without its common English inflection (`testing` → `test`), for
@@ -242,6 +252,16 @@ mod tests {
         assert_eq!(edit_distance("kubernets", "kubernetes", 2), 1);
         assert_eq!(edit_distance("abc", "xyz", 1), 2);
         assert_eq!(edit_distance("a", "abcdef", 2), 3);
+        // A swap of neighbours is one edit.
+        for (typo, word) in
+            [("recieve", "receive"), ("restrats", "restarts"), ("nightyl", "nightly"), ("teh", "the")]
+        {
+            assert_eq!(edit_distance(typo, word, 2), 1, "{typo}");
+        }
+        assert_eq!(edit_distance("databse", "database", 1), 1);
+        assert_eq!(edit_distance("configuraton", "configuration", 2), 1);
+        assert_eq!(edit_distance("abcd", "badc", 2), 2);
+        assert_eq!(edit_distance("same", "same", 0), 0);
     }
 
     #[test]

@@ -92,18 +92,19 @@ fn searches_rank_both_trees_and_the_own_document_hides_its_shared_namesake() {
     for memory in [trees.own(), trees.shared().unwrap()] {
         memory.reconcile().unwrap();
     }
-    let hits = trees.search("postgres port 5433", 8, None, None).unwrap();
+    let found = trees.search("postgres port 5433", 8, None, None).unwrap();
+    let hits = &found.hits;
     let cited: Vec<(String, bool)> = hits.iter().map(|h| (h.id.to_string(), h.shared)).collect();
     assert!(cited.contains(&("notes".to_owned(), false)), "{cited:?}");
     assert!(cited.contains(&("infra".to_owned(), true)), "{cited:?}");
-    let rendered = memtree_core::pack::render_hits(&hits);
+    let rendered = memtree_core::pack::render_hits(&found);
     assert!(rendered.contains("[shared:infra#Database]"), "{rendered}");
     assert!(rendered.contains("[notes#Database]"), "{rendered}");
 
-    let styles = trees.search("indentation style", 8, None, None).unwrap();
+    let styles = trees.search("indentation style", 8, None, None).unwrap().hits;
     assert_eq!(styles.iter().map(|h| (h.id.as_str(), h.shared)).collect::<Vec<_>>(), [("style", false)]);
 
-    let under = trees.search("postgres", 8, None, Some("shared:infra")).unwrap();
+    let under = trees.search("postgres", 8, None, Some("shared:infra")).unwrap().hits;
     assert!(!under.is_empty() && under.iter().all(|h| h.shared && h.id == id("infra")));
 
     let pack = trees.recall("what port does postgres use", 400, None).unwrap();

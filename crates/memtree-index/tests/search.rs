@@ -93,6 +93,138 @@ fn japanese_and_typos_are_found() {
     assert_eq!(cites(&memory, "pgbounser")[0], "infra/runbooks#Connection refused");
 }
 
+/// Typos of the store's own words, as a user makes them: a letter dropped,
+/// doubled, swapped with its neighbour or mistyped, in a one-word query.
+/// The store is generated from a vocabulary of ordinary technical words.
+#[test]
+fn typos_of_the_stores_own_words_are_found() {
+    const WORDS: &[&str] = &[
+        "database",
+        "receive",
+        "configuration",
+        "postgres",
+        "restarts",
+        "nightly",
+        "deployment",
+        "certificate",
+        "migration",
+        "replica",
+        "scheduler",
+        "throughput",
+        "latency",
+        "dashboard",
+        "incident",
+        "rollback",
+        "kubernetes",
+        "terraform",
+        "pipeline",
+        "artifact",
+        "container",
+        "cluster",
+        "bandwidth",
+        "storage",
+        "transaction",
+        "isolation",
+        "compaction",
+        "snapshot",
+        "journal",
+        "allocator",
+        "iterator",
+        "protocol",
+        "handshake",
+        "middleware",
+        "gateway",
+        "firewall",
+        "rotation",
+        "regression",
+        "benchmark",
+        "coverage",
+        "milestone",
+        "estimate",
+        "backlog",
+        "release",
+        "changelog",
+        "contract",
+        "customer",
+        "tradeoff",
+        "prototype",
+        "histogram",
+        "percentile",
+        "baseline",
+        "variance",
+        "experiment",
+        "hypothesis",
+        "onboarding",
+        "maintainer",
+        "reviewer",
+        "boundary",
+        "interface",
+        "architecture",
+        "requirement",
+        "assumption",
+        "constraint",
+        "precision",
+        "ranking",
+        "posting",
+        "segment",
+        "vacuum",
+        "deadlock",
+        "quarter",
+        "forecast",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    // A small deterministic generator (xorshift), so the store is the same run after run.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let docs: Vec<String> = (0..40).map(|i| format!("note{i}")).collect();
+    let links: String = docs.iter().map(|d| format!("- [[{d}]]\n")).collect();
+    memory.update_document(&id("root"), &format!("# Memory\n{links}")).unwrap();
+    for doc in &docs {
+        let words: Vec<&str> = (0..30).map(|_| WORDS[next(WORDS.len())]).collect();
+        memory.update_document(&id(doc), &format!("# {doc}\n\n{}.\n", words.join(" "))).unwrap();
+    }
+    let holds = |doc: &DocId, word: &str| memory.read_document(doc).unwrap().contains(word);
+    let (mut tried, mut found, mut missed) = (0, 0, Vec::new());
+    for word in WORDS.iter().filter(|w| docs.iter().any(|d| holds(&id(d), w))) {
+        let letters: Vec<char> = word.chars().collect();
+        let at = 1 + next(letters.len() - 2); // Not the first letter: candidates start with it.
+        let mut typos = Vec::new();
+        let mut dropped = letters.clone();
+        dropped.remove(at);
+        typos.push(dropped);
+        let mut doubled = letters.clone();
+        doubled.insert(at, letters[at]);
+        typos.push(doubled);
+        let mut swapped = letters.clone();
+        swapped.swap(at, at + 1 - usize::from(at + 1 == letters.len()) * 2);
+        typos.push(swapped);
+        let mut mistyped = letters.clone();
+        mistyped[at] = if letters[at] == 'x' { 'q' } else { 'x' };
+        typos.push(mistyped);
+        for typo in typos {
+            let typo: String = typo.into_iter().collect();
+            if WORDS.contains(&typo.as_str()) || typo == *word {
+                continue;
+            }
+            tried += 1;
+            let hits = memory.search(&typo, 5, None, None).unwrap();
+            if hits.iter().any(|h| holds(&h.id, word)) {
+                found += 1;
+            } else {
+                missed.push(format!("{typo} ({word})"));
+            }
+        }
+    }
+    assert!(tried > 200, "{tried}");
+    assert!(found * 100 >= tried * 97, "{found} of {tried} typos found; missed: {missed:?}");
+}
+
 #[test]
 fn deprecated_and_expired_memory_stays_out() {
     let (_dir, memory) = store();
@@ -261,4 +393,31 @@ fn validate_reports_expired_and_deprecated_memory() {
         ]
     );
     assert!(memory.validate().unwrap().is_healthy(), "stale memory is a warning, not a broken tree");
+}
+
+/// A search while the index catches up with the documents (a server's
+/// start) waits a while, then answers from what is indexed and says so:
+/// never a bare "no matches" that only means "not indexed yet".
+#[test]
+fn a_search_while_the_index_catches_up_says_so() {
+    let (_dir, memory) = store();
+    let trees = memtree_core::Namespaced::single(Arc::new(memory));
+    trees.own().expect_reconcile(); // and no one reconciles
+    let found = trees.search("nothing like this", 8, None, None).unwrap();
+    assert_eq!(found.index_building, Some(memtree_core::IndexProgress { done: 0, total: 0 }));
+    assert_eq!(
+        memtree_core::pack::render_hits(&found),
+        "No matches yet: the index is still being checked against the documents; try again shortly.\n"
+    );
+    let found = trees.search("pgbouncer", 8, None, None).unwrap();
+    assert!(memtree_core::pack::render_hits(&found).starts_with("Note: the index is still being checked"));
+    let json = serde_json::to_value(&found).unwrap();
+    assert_eq!(json["index_building"]["total"], 0);
+    let pack = trees.recall("pgbouncer restart", 300, None).unwrap();
+    assert!(pack.render().lines().nth(1).unwrap().starts_with("Note: the index is still being checked"));
+    // Once it has caught up, answers are plain again.
+    trees.own().reconcile().unwrap();
+    let found = trees.search("pgbouncer", 8, None, None).unwrap();
+    assert_eq!(found.index_building, None);
+    assert!(serde_json::to_value(&found).unwrap().is_array());
 }

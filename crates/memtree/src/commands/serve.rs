@@ -34,6 +34,11 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     // costs 25 MiB that a session may never need.
     let mut background = vec![(settings.own_dir(), Arc::clone(trees.own()))];
     background.extend(trees.shared().map(|shared| (settings.data_dir.clone(), Arc::clone(shared))));
+    // A search before the index has caught up waits for it a while, then
+    // says how far it is, rather than answer "no matches" from a stale index.
+    for (_, memory) in &background {
+        memory.expect_reconcile();
+    }
     std::thread::spawn(move || {
         // Let the client's handshake and first requests go first: on two
         // cores, walking a large store competes with them for the CPU.
