@@ -656,7 +656,7 @@ impl Memory {
             self.based_on(id, base, old_text, keep_block, &mut merged)
         })?;
         outcome.merged = merged;
-        self.after_growth(id, outcome)
+        Ok(self.after_growth(id, outcome))
     }
 
     /// `make` applied to the stored text, or, for a write based on an older
@@ -702,31 +702,42 @@ impl Memory {
         Ok(None)
     }
 
-    /// Applies the split policy to a document a write just changed.
-    fn after_growth(&self, id: &DocId, mut outcome: UpdateOutcome) -> Result<UpdateOutcome, MemoryError> {
+    /// Applies the split policy to a document a write just changed. The
+    /// write is done: nothing here turns it into an error (a split that
+    /// fails is said in the answer, with why).
+    fn after_growth(&self, id: &DocId, mut outcome: UpdateOutcome) -> UpdateOutcome {
+        match self.split_advice(id) {
+            Ok(advice) => outcome.split = advice,
+            Err(error) => tracing::warn!(%error, %id, "no split advice"),
+        }
+        outcome
+    }
+
+    /// What the split policy says, or did, about a document over the split
+    /// threshold.
+    fn split_advice(&self, id: &DocId) -> Result<Option<String>, MemoryError> {
         let threshold = self.settings.split_threshold;
-        let Some(stamp) = self.storage.stamp(id)? else { return Ok(outcome) };
+        let Some(stamp) = self.storage.stamp(id)? else { return Ok(None) };
         if self.settings.split_policy == SplitPolicy::Off || (stamp.len as usize) <= threshold {
-            return Ok(outcome);
+            return Ok(None);
         }
         let text = self.read_existing(id)?;
         let sections = sections::top_sections(front_matter::split(&text).body).sections.len();
-        outcome.split = match (self.settings.split_policy, sections) {
-            (SplitPolicy::Auto, n) if n > 0 => Some(format!(
-                "Split (over {threshold} bytes): {}",
-                join(&self.split_document(id, None)?.children)
-            )),
-            (_, 0) => Some(format!(
-                "Advice: {id} is {} bytes (over {threshold}); give it ## sections or move parts into children",
-                stamp.len
-            )),
-            (_, n) => Some(format!(
-                "Advice: {id} is {} bytes (over {threshold}); split_document(id=\"{id}\") would make {n} children \
-                 from its sections",
-                stamp.len
-            )),
-        };
-        Ok(outcome)
+        let over = format!("{id} is {} bytes (over {threshold})", stamp.len);
+        Ok(Some(match (self.settings.split_policy, sections) {
+            (SplitPolicy::Auto, n) if n > 0 => match self.split_document(id, None) {
+                Ok(done) => format!("Split (over {threshold} bytes): {}", join(&done.children)),
+                Err(error) => {
+                    format!("Advice: {over}; splitting it along its sections failed: {}", error.report())
+                }
+            },
+            (_, 0) => format!("Advice: {over}; give it ## sections or move parts into children"),
+            (_, n) => {
+                format!(
+                    "Advice: {over}; split_document(id=\"{id}\") would make {n} children from its sections"
+                )
+            }
+        }))
     }
 
     /// Changes part of a document, under the same rules and with the same
@@ -748,7 +759,7 @@ impl Memory {
             self.based_on(id, base, old_text, |text| edit.apply(id, text), &mut merged)
         })?;
         outcome.merged = merged;
-        self.after_growth(id, outcome)
+        Ok(self.after_growth(id, outcome))
     }
 
     /// Moves `id` and its subtree under `new_parent` in one atomic change:

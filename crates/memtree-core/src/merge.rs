@@ -3,6 +3,8 @@
 //! different sections (the front-matter and the text before the first
 //! section count as one), and refused when they changed the same one.
 
+use std::collections::HashMap;
+
 use crate::front_matter;
 use crate::index::content_hash;
 use crate::sections::top_sections;
@@ -45,8 +47,9 @@ fn chunks(text: &str) -> Option<Vec<(String, String)>> {
     let split = front_matter::split(text);
     let tops = top_sections(split.body);
     let mut out = vec![(PREAMBLE.to_owned(), format!("{}{}", split.head, tops.preamble))];
+    let mut seen = std::collections::HashSet::new();
     for ((heading, _), raw) in tops.sections.into_iter().zip(tops.raw) {
-        if out.iter().any(|(h, _)| *h == heading) {
+        if !seen.insert(heading.clone()) {
             return None;
         }
         out.push((heading, raw));
@@ -60,14 +63,15 @@ pub fn merge(base: &str, theirs: &str, mine: &str) -> Result<Merged, Vec<String>
     let (Some(b), Some(t), Some(m)) = (chunks(base), chunks(theirs), chunks(mine)) else {
         return Err(vec!["(a heading repeats, so sections are ambiguous)".to_owned()]);
     };
-    let find = |chunks: &[(String, String)], key: &str| {
-        chunks.iter().find(|(k, _)| k == key).map(|(_, raw)| raw.clone())
-    };
+    let by_key =
+        |chunks: &[(String, String)]| -> HashMap<String, String> { chunks.iter().cloned().collect() };
+    let (bm, tm, mm) = (by_key(&b), by_key(&t), by_key(&m));
+    let find = |chunks: &HashMap<String, String>, key: &str| chunks.get(key).cloned();
     let mut keys: Vec<&String> = m.iter().map(|(k, _)| k).collect();
-    keys.extend(t.iter().map(|(k, _)| k).filter(|k| !m.iter().any(|(mk, _)| mk == *k)));
+    keys.extend(t.iter().map(|(k, _)| k).filter(|k| !mm.contains_key(*k)));
     let (mut parts, mut from_theirs, mut conflicts) = (Vec::new(), Vec::new(), Vec::new());
     for key in keys {
-        let (bv, tv, mv) = (find(&b, key), find(&t, key), find(&m, key));
+        let (bv, tv, mv) = (find(&bm, key), find(&tm, key), find(&mm, key));
         let part = if tv == mv || tv == bv {
             mv
         } else if mv == bv {

@@ -72,6 +72,15 @@ pub fn similarity(a: &str, b: &str) -> f64 {
     1.0 - row[b.len()] as f64 / longest as f64
 }
 
+/// Whether two lines could be `threshold` alike: their edit distance is at
+/// least their difference in length, so lines of very different lengths
+/// never are, and are not compared (a huge line would make the comparison
+/// quadratic).
+fn could_be_alike(a: &str, b: &str, threshold: f64) -> bool {
+    let (a, b) = (normalized(a).len() as f64, normalized(b).len() as f64);
+    a.min(b) >= threshold * a.max(b)
+}
+
 /// The fact as one Markdown line (a bullet unless it already is a list
 /// item or spans several lines).
 pub fn as_line(fact: &str) -> String {
@@ -93,7 +102,7 @@ pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64, eol: LineEnding
         .iter()
         .map(|l| line_ending::content(l))
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
+        .filter(|(_, l)| !l.trim().is_empty() && could_be_alike(l, &line, threshold))
         .map(|(i, l)| (i, similarity(l, &line)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let eol = eol.as_str();

@@ -740,6 +740,29 @@ fn a_write_over_the_split_threshold_advises_splits_or_stays_quiet() {
     }
 }
 
+/// A write that is done stays done: an automatic split that fails after it
+/// (here, more sections than links a document may hold) is said in the
+/// answer, not returned as an error of the write.
+#[test]
+fn a_failed_automatic_split_does_not_fail_the_write_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MemorySettings {
+        split_threshold: 40,
+        split_policy: memtree_core::SplitPolicy::Auto,
+        max_links: 2,
+        ..MemorySettings::default()
+    };
+    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    memory.update_document(&DocId::root(), "- [[big]]\n").unwrap();
+    let body = "# Big\n## One\nfirst text\n## Two\nsecond text\n## Three\nthird text\n";
+    assert_eq!(
+        memory.update_document(&id("big"), body).unwrap().report(),
+        "Succeeded\nAdvice: big is 63 bytes (over 40); splitting it along its sections failed: \
+         Error: content: 3 links; the limit is 2 per document (give it children that link the rest)"
+    );
+    assert_eq!(memory.read_document(&id("big")).unwrap(), body);
+}
+
 #[test]
 fn suggestions_name_large_empty_and_stale_documents() {
     let dir = tempfile::tempdir().unwrap();
