@@ -1695,12 +1695,13 @@ impl Memory {
     }
 
     /// How deep `id` is (root: 0): by the index's links, which every write
-    /// keeps current, else by the whole tree.
+    /// keeps current, else (no index, or a failing one) by the whole tree.
     fn depth(&self, id: &DocId) -> Result<usize, MemoryError> {
-        Ok(match &self.index {
-            Some(index) => index.path(id)?.len(),
-            None => self.tree_unlocked()?.0.depth(id),
-        })
+        // The index is derived: when it fails, writes go on by the tree.
+        if let Some(path) = self.index.as_ref().and_then(|index| index.path(id).ok()) {
+            return Ok(path.len());
+        }
+        Ok(self.tree_unlocked()?.0.depth(id))
     }
 
     /// Refuses to put `id` (or the deepest document it brings) `depth`

@@ -86,6 +86,15 @@ impl SqliteIndex {
     }
 }
 
+/// A transaction that takes the write lock at once (`BEGIN IMMEDIATE`). A
+/// deferred one reads first and takes the lock at its first write; if
+/// another process committed in between, SQLite refuses the upgrade at
+/// once (`SQLITE_BUSY_SNAPSHOT`, "database is locked") without waiting,
+/// which several memtree processes writing one index would meet.
+fn write_transaction(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
 /// Opens the index for reading and writing, creating or upgrading it.
 fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
@@ -223,7 +232,7 @@ impl Index for SqliteIndex {
             return Ok(());
         }
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.err())?;
+        let tx = write_transaction(&mut conn).map_err(self.err())?;
         (|| -> rusqlite::Result<()> {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
             delete_docs(&tx, &ids)?;
@@ -292,7 +301,7 @@ impl Index for SqliteIndex {
             return Ok(());
         }
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.err())?;
+        let tx = write_transaction(&mut conn).map_err(self.err())?;
         let ids: Vec<&str> = ids.iter().map(DocId::as_str).collect();
         delete_docs(&tx, &ids).map_err(self.err())?;
         tx.commit().map_err(self.err())
@@ -508,7 +517,7 @@ impl Index for SqliteIndex {
 
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(self.err())?;
+        let tx = write_transaction(&mut conn).map_err(self.err())?;
         for id in ids {
             tx.execute(
                 "INSERT INTO usage(id, count, last_ns) VALUES (?1, 1, ?2)
@@ -561,7 +570,7 @@ impl Index for SqliteIndex {
     fn clear(&self) -> Result<(), IndexError> {
         self.conn()
             .execute_batch(
-                "BEGIN; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words; COMMIT;",
+                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words; COMMIT;",
             )
             .map_err(self.err())
     }

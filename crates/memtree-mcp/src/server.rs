@@ -129,9 +129,9 @@ pub struct TreeArgs {
 pub struct RememberArgs {
     /// The fact, one line or a short paragraph.
     pub content: String,
-    /// Target document (created if new); default: the best match, else a new one.
+    /// Target document, made if missing; default: the best match, else a new one.
     pub document: Option<String>,
-    /// Where a new document goes; default root.
+    /// Parent of a new document; default root.
     pub parent: Option<String>,
     /// `##` section; default Notes.
     pub section: Option<String>,
