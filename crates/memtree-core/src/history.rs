@@ -54,6 +54,10 @@ pub enum HistoryError {
     UnknownVersion(String),
     #[error("{0}")]
     Backend(String),
+    /// A lock another program holds for a moment (a git command run in the
+    /// store): the work is kept and done later.
+    #[error("{0}")]
+    Busy(String),
 }
 
 /// A record prepared for a change not yet applied.

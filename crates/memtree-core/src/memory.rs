@@ -1730,7 +1730,11 @@ impl Memory {
         let mut problem = None;
         let mut failed = |error: crate::history::HistoryError| {
             tracing::error!(%error, label = %change.label, "recording history failed");
-            problem.get_or_insert(error.to_string());
+            // A git lock another program held a moment longer than our
+            // retries: the change is queued and committed later, not lost.
+            if !matches!(error, crate::history::HistoryError::Busy(_)) {
+                problem.get_or_insert(error.to_string());
+            }
         };
         let record = history.prepare(change).map_err(&mut failed).ok();
         if let Err(error) = self.storage.apply(change) {

@@ -42,6 +42,10 @@ const MAX_DELAY: Duration = Duration::from_secs(5);
 /// How long a git lock file may be another program's before it is taken
 /// for a killed process's leftover.
 const STALE_LOCK_WAIT: Duration = Duration::from_secs(1);
+/// How often, and how long apart, work that met a git lock held by another
+/// program is tried again.
+const BUSY_TRIES: usize = 20;
+const BUSY_WAIT: Duration = Duration::from_millis(100);
 /// Records committed per round; their files are removed once the git index
 /// follows, so a crash in between finds them among the last commits.
 const BATCH: usize = 16;
@@ -67,8 +71,14 @@ pub struct GitHistory {
     wake: Arc<(Mutex<bool>, Condvar)>,
 }
 
-pub(crate) fn backend(error: impl std::fmt::Display) -> HistoryError {
-    HistoryError::Backend(error.to_string())
+/// A history error from whatever failed: a git lock held by another
+/// program is [`HistoryError::Busy`], which passes.
+pub(crate) fn backend(error: impl std::fmt::Display + 'static) -> HistoryError {
+    let any: &dyn std::any::Any = &error;
+    match any.downcast_ref::<git2::Error>() {
+        Some(git) if git.code() == git2::ErrorCode::Locked => HistoryError::Busy(error.to_string()),
+        _ => HistoryError::Backend(error.to_string()),
+    }
 }
 
 fn path_of(id: &DocId) -> String {
@@ -131,9 +141,13 @@ impl GitHistory {
     /// as a repository object kept would not see the packs and the git
     /// index other processes wrote since: it would write again, loose, an
     /// object already in a pack, and write back an index older than theirs.
+    ///
+    /// A git lock taken meanwhile by a git command (a `git status` run in
+    /// the store) fails the work with [`HistoryError::Busy`]: it is tried
+    /// again a few times, as everything done here may be done again.
     fn with_repo<T>(
         &self,
-        f: impl FnOnce(&Repository) -> Result<T, HistoryError>,
+        mut f: impl FnMut(&Repository) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
         let lock = File::options()
             .create(true)
@@ -150,8 +164,17 @@ impl GitHistory {
             })
             .map_err(backend)?;
         lock.lock().map_err(backend)?;
-        self.clear_stale_locks();
-        f(&self.open_repo()?)
+        let mut tries = 0;
+        loop {
+            self.clear_stale_locks();
+            match f(&self.open_repo()?) {
+                Err(HistoryError::Busy(_)) if tries < BUSY_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(BUSY_WAIT);
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Removes git lock files a killed memtree process left: every memtree
@@ -178,10 +201,15 @@ impl GitHistory {
         }
     }
 
-    /// Remembers whether the last attempt to reach the repository worked.
+    /// Remembers whether the last attempt to reach the repository worked;
+    /// a git lock another program held says nothing either way.
     fn note<T>(&self, result: &Result<T, HistoryError>) {
-        *self.problem.lock().unwrap_or_else(|e| e.into_inner()) =
-            result.as_ref().err().map(ToString::to_string);
+        let problem = match result {
+            Err(HistoryError::Busy(_)) => return,
+            Err(error) => Some(error.to_string()),
+            Ok(_) => None,
+        };
+        *self.problem.lock().unwrap_or_else(|e| e.into_inner()) = problem;
     }
 
     /// Opens the store's repository, creating it when there is none. A
@@ -462,6 +490,10 @@ fn committer(history: &std::sync::Weak<GitHistory>, wake: &(Mutex<bool>, Condvar
         }
         let Some(history) = history.upgrade() else { return };
         if let Err(error) = history.flush(Some(&[])) {
+            if matches!(error, HistoryError::Busy(_)) {
+                // Try again after the next quiet spell, not only at the next write.
+                *wake.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            }
             tracing::error!(%error, "committing history failed; the queue is kept for the next try");
         }
     }

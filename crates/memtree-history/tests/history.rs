@@ -190,3 +190,37 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
         "Error: version: conflict\nthe document changed since that version, which is not in history; read it again"
     );
 }
+
+/// A git command run in the store (`git status` takes `.git/index.lock` for
+/// a moment) while memtree commits: the commit waits and is made, and no
+/// answer says history is not being recorded (the crash harness met this
+/// with its own `git` checks beside a live server).
+#[test]
+fn a_git_command_run_beside_memtree_does_not_stop_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path(), Commit::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lock = dir.path().join(".git").join("index.lock");
+    let flicker = {
+        let (stop, lock) = (Arc::clone(&stop), lock.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::OpenOptions::new().write(true).create_new(true).open(&lock).is_ok() {
+                    std::thread::sleep(Duration::from_millis(30));
+                    let _ = std::fs::remove_file(&lock);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    for i in 0..20 {
+        let answer = memory.update_document(&id("a"), &format!("# A\nround {i}\n")).unwrap().report();
+        assert_eq!(answer, "Succeeded", "round {i}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flicker.join().unwrap();
+    let _ = std::fs::remove_file(&lock);
+    assert_eq!(messages(&memory, Some("a")).len(), 21, "every change is a commit");
+    assert!(memory.history_health().unwrap().is_ok());
+}
