@@ -232,3 +232,34 @@ async def test_a_damaged_journal_says_once_what_to_do(cli, store):
     (store / "a.md").unlink()
     r = cli("validate")
     assert "(e.g. )" not in r.out and "(e.g. a)" in r.out, r.out
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("lock", "folder"), ("tmp", "file"), ("trash", "file"), ("history", "file"),
+    ("history.pending", "file"), ("history.last", "folder"), ("journal.json", "folder"),
+])
+async def test_memtrees_own_state_of_the_wrong_kind_is_set_aside(serve, cli, store, path, kind):
+    """Finding 5's neighbours: a file where one of memtree's folders belongs
+    (or a folder where its file does) under `.memtree/` made every command
+    exit 3. None holds anything of the user's that could be lost: it is set
+    aside as `<name>.damaged` and made anew."""
+    await seed(cli, store)
+    target = store / ".memtree" / path
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    if kind == "folder":
+        target.mkdir()
+        (target / "x").write_text("x")
+    else:
+        target.write_text("garbage\n")
+    r = cli("read", "a")
+    assert (r.rc, r.out) == (0, "# A\nquartz crystals grow slowly\n"), r
+    assert "damaged state set aside" in r.err, r.err
+    assert (store / ".memtree" / f"{path}.damaged").exists()
+    r = cli("write", "a", input="# A\nquartz and more\n")
+    assert (r.rc, r.out) == (0, "Succeeded\n"), r
+    async with serve() as m:
+        assert (await m.call("search", {"query": "quartz"})).text.startswith("1. [a#A] 1.00")
+    assert cli("validate").rc == 0

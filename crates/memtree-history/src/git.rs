@@ -105,6 +105,9 @@ impl GitHistory {
             problem: Mutex::default(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
         });
+        if let Err(error) = history.queue.repair() {
+            tracing::error!(%error, "the history queue's folders cannot be repaired");
+        }
         history.begin();
         if mode == Commit::InBackground {
             let weak = Arc::downgrade(&history);

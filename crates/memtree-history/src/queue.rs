@@ -45,6 +45,19 @@ impl Queue {
         }
     }
 
+    /// Sets aside what stands where the queue's folders and last name
+    /// belong and is not what belongs there (a file for a folder, a folder
+    /// for the name), so that queueing works again; the records stay there
+    /// to be looked at.
+    pub fn repair(&self) -> io::Result<()> {
+        memtree_store::own_folder(&self.dir)?;
+        memtree_store::own_folder(&self.pending)?;
+        if self.last.is_dir() {
+            memtree_store::set_aside(&self.last)?;
+        }
+        Ok(())
+    }
+
     /// The confirmed records' names, oldest first.
     pub fn names(&self) -> io::Result<Vec<u128>> {
         named(&self.dir)

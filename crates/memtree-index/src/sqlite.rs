@@ -171,15 +171,8 @@ fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError
     let conn = match open_writable(path) {
         Ok(conn) => conn,
         Err(again) if is_damaged(path, &again) => {
-            let aside = path.with_extension("sqlite.damaged");
-            tracing::warn!(
-                %error,
-                path = %path.display(),
-                aside = %aside.display(),
-                "the search index is damaged: set aside, and built again from the documents"
-            );
-            let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
-            std::fs::rename(path, &aside).map_err(|e| IndexError::Backend {
+            tracing::warn!(%error, path = %path.display(), "the search index is damaged: built again from the documents");
+            memtree_store::set_aside(path).map_err(|e| IndexError::Backend {
                 location: path.display().to_string(),
                 reason: e.to_string(),
             })?;

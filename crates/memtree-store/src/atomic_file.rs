@@ -65,6 +65,29 @@ pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// Moves `path`, a piece of memtree's own state found damaged (a file
+/// where a folder belongs, a folder where a file does, a file that is no
+/// database), to `<name>.damaged` beside it, replacing an older one: a new
+/// one can be made, and the old is kept for a look.
+pub fn set_aside(path: &Path) -> io::Result<PathBuf> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".damaged");
+    let aside = PathBuf::from(aside);
+    let _ = fs::remove_dir_all(&aside).or_else(|_| fs::remove_file(&aside));
+    fs::rename(path, &aside)?;
+    tracing::warn!(path = %path.display(), aside = %aside.display(), "damaged state set aside");
+    Ok(aside)
+}
+
+/// Makes sure `dir`, a folder of memtree's own state, is not something
+/// else: a file in its place is set aside (the folder is made by its user).
+pub fn own_folder(dir: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        set_aside(dir)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StorageError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("fsync", dir))
 }

@@ -8,6 +8,7 @@ mod in_memory;
 mod journal;
 mod local;
 
+pub use atomic_file::{own_folder, set_aside};
 pub use in_memory::InMemoryStorage;
 pub use local::{Fault, LocalStorage};
 

@@ -15,7 +15,9 @@ use memtree_core::{
     Change, DocId, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
 };
 
-use crate::atomic_file::{create_dir_durable, io_error, remove_durable, sync_dir, write_atomic};
+use crate::atomic_file::{
+    create_dir_durable, io_error, own_folder, remove_durable, set_aside, sync_dir, write_atomic,
+};
 use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{Journal, JournalOp, TrashBatch};
 
@@ -80,8 +82,11 @@ impl LocalStorage {
     /// Creates the store's folders; also used when someone deleted
     /// `.memtree/` under a running server.
     fn create_layout(&self) -> Result<(), StorageError> {
-        create_dir_durable(&self.temp)?;
-        create_dir_durable(&self.trash)
+        for dir in [&self.temp, &self.trash] {
+            own_folder(dir).map_err(io_error("set aside", dir))?;
+            create_dir_durable(dir)?;
+        }
+        Ok(())
     }
 
     /// Reads no document larger than `bytes` (the size limit of writes):
@@ -431,6 +436,10 @@ impl Storage for LocalStorage {
                 self.create_layout()?;
                 open()
             }
+            Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+                set_aside(&self.lock_path).map_err(io_error("set aside", &self.lock_path))?;
+                open()
+            }
             other => other,
         }
         .or_else(|e| {
@@ -466,6 +475,12 @@ impl Storage for LocalStorage {
         let bytes = match fs::read(&self.journal) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            // memtree writes its journal as a file, whole: a folder in its
+            // place holds no change of ours.
+            Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+                set_aside(&self.journal).map_err(io_error("set aside", &self.journal))?;
+                return Ok(None);
+            }
             Err(e) => return Err(io_error("read", &self.journal)(e)),
         };
         let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| StorageError::BadJournal {
