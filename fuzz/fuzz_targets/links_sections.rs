@@ -17,9 +17,8 @@ use std::sync::LazyLock;
 use libfuzzer_sys::fuzz_target;
 use memtree_core::DocId;
 use memtree_core::line_ending;
-use memtree_core::links::{parse_links, remove_links_to};
+use memtree_core::links::{link_ranges, parse_links, remove_links_to};
 use memtree_core::sections::{PASSAGE_WORDS, SectionLookup, find_section, passages, title, top_sections};
-use pulldown_cmark::{Event, LinkType, Options, Parser, Tag};
 
 /// Ids removed per input, at most (each removal re-parses the body).
 const MAX_REMOVALS: usize = 6;
@@ -88,28 +87,6 @@ fn check_links(body: &str) {
 
 static STRICT: LazyLock<bool> = LazyLock::new(|| std::env::var_os("FUZZ_STRICT").is_some_and(|v| v == "1"));
 
-/// The byte ranges of the wiki links to `id`, as `remove_links_to` finds them.
-fn link_ranges(body: &str, id: &DocId) -> Vec<std::ops::Range<usize>> {
-    Parser::new_ext(body, Options::ENABLE_WIKILINKS)
-        .into_offset_iter()
-        .filter_map(|(event, range)| match event {
-            Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. })
-                if dest_url.as_ref() == id.as_str() =>
-            {
-                Some(range)
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// Whether a link to `id` is where, cut out, its neighbours can join into
-/// new syntax that leaves a link to `id`: a `[` before it and a `]` after it
-/// in its paragraph (`[[a[[a]]]]` without `[[a]]` is `[[a]]`), a `[label]:`
-/// before it (a link reference definition can appear), or a backtick right
-/// beside it (`` `[[a]]`[[a]]` `` without the link is `` `[[a]]`` ``, where
-/// the code span is gone and `[[a]]` is a link again). Reported; tolerated
-/// unless `FUZZ_STRICT=1`.
 fn joins_syntax(body: &str, id: &DocId) -> bool {
     link_ranges(body, id).into_iter().any(|range| {
         let start = body[..range.start].rfind("\n\n").map_or(0, |n| n + 2);

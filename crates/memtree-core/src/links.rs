@@ -89,18 +89,7 @@ mod tests {
 /// code); a line the removal leaves holding only a list marker goes with
 /// them. Every other byte stays, line endings included.
 pub fn remove_links_to(body: &str, id: &DocId) -> String {
-    let ranges: Vec<std::ops::Range<usize>> =
-        Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS)
-            .into_offset_iter()
-            .filter_map(|(event, range)| match event {
-                Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. })
-                    if dest_url.as_ref() == id.as_str() =>
-                {
-                    Some(range)
-                }
-                _ => None,
-            })
-            .collect();
+    let ranges = link_ranges(body, id);
     if ranges.is_empty() {
         return body.to_owned();
     }
@@ -134,6 +123,21 @@ pub fn remove_links_to(body: &str, id: &DocId) -> String {
         start = end;
     }
     out
+}
+
+/// The byte ranges of the wiki links to `id` in `body`, outside code.
+pub fn link_ranges(body: &str, id: &DocId) -> Vec<std::ops::Range<usize>> {
+    Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS)
+        .into_offset_iter()
+        .filter_map(|(event, range)| match event {
+            Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. })
+                if dest_url.as_ref() == id.as_str() =>
+            {
+                Some(range)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether a line is a list item with nothing in it: `-`, `*`, `+` or a
