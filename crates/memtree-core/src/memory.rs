@@ -324,7 +324,7 @@ impl Edit {
 /// that names what there is (with line numbers of the whole file).
 fn section_span(id: &DocId, text: &str, heading: &str) -> Result<SectionSpan, MemoryError> {
     let split = front_matter::split(text);
-    let lines_before = crate::line_ending::count_breaks(split.head);
+    let lines_before = line_ending::count_breaks(split.head);
     match sections::find_section(split.body, heading) {
         SectionLookup::Found(span) => Ok(span),
         SectionLookup::NotFound { headings } => Err(MemoryError::InvalidArgument {
@@ -372,8 +372,8 @@ fn with_fact(
             Ok((format!("{before}{sep}{new_body}{gap}{}", &text[offset + span.end..]), action))
         }
         SectionLookup::NotFound { .. } => {
+            let line = remember::fact_line(fact, eol);
             let eol = eol.as_str();
-            let line = remember::as_line(&LineEnding::Lf.apply(fact)).replace('\n', eol);
             Ok((
                 format!("{}{eol}{eol}## {section}{eol}{line}{eol}", text.trim_end()),
                 remember::Action::Added,

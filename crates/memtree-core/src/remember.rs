@@ -81,9 +81,15 @@ fn could_be_alike(a: &str, b: &str, threshold: f64) -> bool {
     a.min(b) >= threshold * a.max(b)
 }
 
+/// The fact as the Markdown it is put in as ([`as_line`]), its lines
+/// ending with `eol` whatever they ended with.
+pub fn fact_line(fact: &str, eol: LineEnding) -> String {
+    eol.apply(&as_line(&LineEnding::Lf.apply(fact)))
+}
+
 /// The fact as one Markdown line (a bullet unless it already is a list
 /// item or spans several lines).
-pub fn as_line(fact: &str) -> String {
+fn as_line(fact: &str) -> String {
     let fact = fact.trim();
     if fact.contains('\n') || fact.starts_with(['-', '*', '+']) {
         fact.to_owned()
@@ -96,7 +102,7 @@ pub fn as_line(fact: &str) -> String {
 /// end with `eol` (the document's line ending); the others stay as they
 /// are.
 pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64, eol: LineEnding) -> (String, Action) {
-    let line = as_line(&LineEnding::Lf.apply(fact));
+    let line = fact_line(fact, LineEnding::Lf);
     let lines: Vec<&str> = line_ending::lines(body).collect();
     let best = lines
         .iter()
@@ -105,8 +111,8 @@ pub fn apply(body: &str, fact: &str, mode: Mode, threshold: f64, eol: LineEnding
         .filter(|(_, l)| !l.trim().is_empty() && could_be_alike(l, &line, threshold))
         .map(|(i, l)| (i, similarity(l, &line)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
+    let line = fact_line(fact, eol);
     let eol = eol.as_str();
-    let line = line.replace('\n', eol);
     let append = || {
         let kept = body.trim_end();
         let text = if kept.is_empty() { format!("{line}{eol}") } else { format!("{kept}{eol}{line}{eol}") };
