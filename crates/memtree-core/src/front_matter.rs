@@ -261,7 +261,12 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let block = parts.block.unwrap_or("");
     let mut delimiters = line_ending::lines(block);
     let open = delimiters.next().map_or_else(|| format!("---{eol}"), str::to_owned);
-    let close = delimiters.last().map_or_else(|| format!("---{eol}"), str::to_owned);
+    let mut close = delimiters.last().map_or_else(|| format!("---{eol}"), str::to_owned);
+    if close.ends_with('\r') && parts.body.starts_with('\n') {
+        // `\r` then the body's `\n` would read as one `\r\n`, taking the
+        // body's first line break into the block.
+        close.push('\n');
+    }
     let mut out = format!("{bom}{open}");
     for (line, ending) in &lines {
         out.push_str(line);
@@ -428,6 +433,12 @@ mod tests {
             assert_eq!(reads(&text, "why"), Some(Value::String(why.to_owned())), "{text}");
             assert_eq!(split(&text).body, "# x\n");
         }
+        // A new block in an old Mac document whose body starts with `\n`
+        // keeps that line break in the body.
+        let text = "\u{feff}\n\rbody\rmore\r";
+        let set = set_keys(text, &[("why", Some("x".to_owned()))]);
+        assert_eq!(split(&set).body, "\n\rbody\rmore\r");
+        assert!(set.starts_with('\u{feff}'));
         let big = set_keys("# x\n", &[("priority", Some("44414414411444114441".to_owned()))]);
         assert_eq!(reads(&big, "priority"), Some(Value::String("44414414411444114441".to_owned())));
         let number = set_keys("# x\n", &[("priority", Some("0.5".to_owned()))]);
