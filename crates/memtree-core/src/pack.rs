@@ -137,19 +137,20 @@ pub fn assemble(
     // The line naming what did not fit counts too: entries make room for it.
     loop {
         pack.left_out = left_out_ids(&pack.entries, &left_out);
-        pack.used = counter.count(&pack.render());
-        if pack.used <= budget || pack.entries.is_empty() {
+        // The header states the count of the final text (its own digits
+        // included), so count until stable.
+        for _ in 0..4 {
+            let used = counter.count(&pack.render());
+            if used == pack.used {
+                break;
+            }
+            pack.used = used;
+        }
+        let counted = counter.count(&pack.render());
+        if counted.max(pack.used) <= budget || pack.entries.is_empty() {
             break;
         }
         left_out.insert(0, pack.entries.pop().expect("not empty"));
-    }
-    // The header states the count of the final text, so count until stable.
-    for _ in 0..3 {
-        let used = counter.count(&pack.render());
-        if used == pack.used {
-            break;
-        }
-        pack.used = used;
     }
     pack
 }
@@ -339,6 +340,37 @@ mod tests {
             assert_eq!(left.len(), pack.left_out.len(), "each document once");
             assert!(pack.entries.iter().all(|e| !left.contains(&e.id.to_string())));
             assert!(text.contains(" more)\n"), "{text}");
+        }
+    }
+
+    /// Counts words and, on top, each digit: a header's count then changes
+    /// its own cost (99 → 100), which must not push a pack over.
+    struct Chars;
+    impl TokenCounter for Chars {
+        fn count(&self, text: &str) -> usize {
+            text.split_whitespace().count() + text.chars().filter(char::is_ascii_digit).count()
+        }
+        fn name(&self) -> &str {
+            "digits"
+        }
+    }
+
+    #[test]
+    fn the_stated_count_is_the_texts_and_never_over_the_budget() {
+        let hits: Vec<Hit> = (0..40)
+            .map(|i| {
+                // Distinct words, so that no passage is a near-duplicate of another.
+                let letter = |n: usize| char::from(b'a' + (n % 26) as u8);
+                let text: Vec<String> =
+                    (0..1 + i % 5).map(|k| format!("{}{}x", letter(i), letter(i / 26 + k))).collect();
+                hit(&format!("d{}", letter(i)), "H", 60.0 - i as f64, None, &text.join(" "))
+            })
+            .collect();
+        for budget in 50..400 {
+            let pack = assemble(&hits, budget, &Chars, None);
+            let counted = Chars.count(&pack.render());
+            assert!(counted <= budget, "{budget}: {counted}");
+            assert_eq!(pack.used, counted, "{budget}");
         }
     }
 
