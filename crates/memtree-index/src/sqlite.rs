@@ -171,7 +171,7 @@ fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError
     let conn = match open_writable(path) {
         Ok(conn) => conn,
         Err(again) if is_damaged(path, &again) => {
-            tracing::warn!(%error, path = %path.display(), "the search index is damaged: built again from the documents");
+            tracing::warn!(%error, path = %path.display(), "the search index is damaged: set aside, and built again from the documents");
             memtree_store::set_aside(path).map_err(|e| IndexError::Backend {
                 location: path.display().to_string(),
                 reason: e.to_string(),
