@@ -4,6 +4,8 @@
 //! No transport (MCP, HTTP) and no file-system code lives here: adapters call
 //! [`Memory`], backends implement [`Storage`].
 
+pub mod answer;
+pub mod cite;
 pub mod conflicts;
 pub mod date;
 pub mod doc_id;
@@ -24,6 +26,11 @@ pub mod sections;
 pub mod storage;
 pub mod tree;
 
+pub use answer::{
+    DocumentInfo, MoveOutcome, Reconciliation, Remembered, Restored, SplitOutcome, StoreStatus,
+    UpdateOutcome, ValidationReport,
+};
+pub use cite::SHARED_PREFIX;
 pub use doc_id::{DocId, IdError};
 pub use error::{
     CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
@@ -33,12 +40,8 @@ pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
     Found, Hit, Index, IndexError, IndexProgress, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage,
 };
-pub use memory::Restored;
-pub use memory::{
-    DocumentInfo, Edit, FactPlace, Lifecycle, Memory, MemorySettings, MoveOutcome, Reconciliation,
-    Remembered, SplitOutcome, SplitPolicy, StoreStatus, UpdateOutcome, ValidationReport,
-};
-pub use namespace::{Namespaced, SHARED_PREFIX, Target};
+pub use memory::{Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
+pub use namespace::{Namespaced, Target};
 pub use pack::Pack;
 pub use storage::{
     Change, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,

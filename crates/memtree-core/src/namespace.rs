@@ -8,15 +8,13 @@
 
 use std::sync::Arc;
 
+use crate::cite::SHARED_PREFIX;
 use crate::doc_id::DocId;
 use crate::error::{MemoryError, parse_id_argument};
 use crate::front_matter::Scope;
-use crate::index::{Found, Hit};
-use crate::memory::Memory;
-use crate::pack::{self, Pack};
-
-/// How an id argument names a document of the shared tree.
-pub const SHARED_PREFIX: &str = "shared:";
+use crate::index::Found;
+use crate::memory::{Memory, PACK_CANDIDATES, check_pack_request, relative};
+use crate::pack::Pack;
 
 /// The L0 index of the shared tree gets at least this many bytes, however
 /// much of the budget the own tree used.
@@ -60,12 +58,6 @@ impl Namespaced {
     /// Every tree: the own one, then the shared one.
     pub fn each(&self) -> impl Iterator<Item = &Arc<Memory>> {
         std::iter::once(&self.own).chain(&self.shared)
-    }
-
-    fn trees(&self) -> Vec<(&Memory, bool)> {
-        let mut trees = vec![(&*self.own, false)];
-        trees.extend(self.shared.as_deref().map(|s| (s, true)));
-        trees
     }
 
     /// `raw` without its `shared:` prefix, and whether it had one.
@@ -169,18 +161,40 @@ impl Namespaced {
         match under {
             Some(raw) => {
                 let target = self.for_read("under", Some(raw))?;
-                let index_building = target.memory.index_progress();
-                let mut hits = target.memory.search(query, limit, scope, Some(&target.id))?;
-                hits.iter_mut().for_each(|h| h.shared = target.shared);
-                Ok(Found { hits: relative(hits), index_building })
+                let mut found = target.memory.find(query, limit, scope, Some(&target.id))?;
+                found.hits.iter_mut().for_each(|h| h.shared = target.shared);
+                Ok(found)
             }
-            None => search(&self.trees(), query, limit, scope),
+            None => self.search_both(query, limit, scope),
         }
+    }
+
+    /// Ranked passages of both trees: one ranking, own documents first at
+    /// equal score, a shared document hidden by an own one of the same id.
+    fn search_both(&self, query: &str, limit: usize, scope: Option<Scope>) -> Result<Found, MemoryError> {
+        let Some(shared) = &self.shared else { return self.own.find(query, limit, scope, None) };
+        let index_building = self.own.index_progress().or_else(|| shared.index_progress());
+        let mut hits = self.own.search(query, limit, scope, None)?;
+        for mut hit in shared.search(query, limit, scope, None)? {
+            if hit.id.is_root() || !self.own.exists(&hit.id)? {
+                hit.shared = true;
+                hits.push(hit);
+            }
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(limit.clamp(1, 50));
+        Ok(Found { hits: relative(hits), index_building })
     }
 
     /// A memory pack drawn from both trees.
     pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
-        recall(&self.trees(), task, budget, scope)
+        let Some(shared) = &self.shared else { return self.own.recall(task, budget, scope) };
+        check_pack_request(task, budget)?;
+        let found = self.search_both(task, PACK_CANDIDATES, scope)?;
+        let pack = self.own.pack(&found, budget)?;
+        self.own.record_use(&pack.documents(false))?;
+        shared.record_use(&pack.documents(true))?;
+        Ok(pack)
     }
 
     /// The L0 index of the own tree, then of the shared one in what is left
@@ -201,70 +215,4 @@ impl Namespaced {
         let shared = shared.tree()?.render_yaml();
         Ok(format!("{own}--- # the shared tree: name its ids {SHARED_PREFIX}<id>\n{shared}"))
     }
-}
-
-/// Ranked passages of several trees (the own one first): one ranking, own
-/// documents first at equal score, a shared document hidden by an own one of
-/// the same id. An index still catching up is waited for a while, then
-/// searched as it is, which the answer says.
-pub(crate) fn search(
-    trees: &[(&Memory, bool)],
-    query: &str,
-    limit: usize,
-    scope: Option<Scope>,
-) -> Result<Found, MemoryError> {
-    let [(own, _), others @ ..] = trees else { return Ok(Found { hits: Vec::new(), index_building: None }) };
-    let index_building = trees.iter().find_map(|(memory, _)| memory.index_progress());
-    let mut hits = own.search(query, limit, scope, None)?;
-    for (memory, shared) in others {
-        for mut hit in memory.search(query, limit, scope, None)? {
-            if hit.id.is_root() || !own.exists(&hit.id)? {
-                hit.shared = *shared;
-                hits.push(hit);
-            }
-        }
-    }
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    hits.truncate(limit.clamp(1, 50));
-    Ok(Found { hits: relative(hits), index_building })
-}
-
-/// Scores from 0 to 1, the best hit's being 1: a raw BM25 score means
-/// nothing to a reader (and is near 0 in a large store), a share of the
-/// best says how much weaker each hit is.
-fn relative(mut hits: Vec<Hit>) -> Vec<Hit> {
-    let best = hits.iter().map(|h| h.score).fold(0.0, f64::max);
-    if best > 0.0 {
-        for hit in &mut hits {
-            hit.score /= best;
-        }
-    }
-    hits
-}
-
-/// A memory pack for a task from several trees (the own one first), within
-/// `budget` tokens; logs the use of every document it draws on.
-pub(crate) fn recall(
-    trees: &[(&Memory, bool)],
-    task: &str,
-    budget: usize,
-    scope: Option<Scope>,
-) -> Result<Pack, MemoryError> {
-    let Some((own, _)) = trees.first() else { return Err(MemoryError::NoIndex) };
-    let tokens = own.tokens()?;
-    if !(50..=100_000).contains(&budget) {
-        return Err(MemoryError::InvalidArgument {
-            argument: "budget",
-            what: format!("{budget} tokens; give 50 to 100000"),
-        });
-    }
-    if task.trim().is_empty() {
-        return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
-    }
-    let found = search(trees, task, 40, scope)?;
-    let pack = pack::assemble(&found.hits, budget, tokens, found.index_building);
-    for (memory, shared) in trees {
-        memory.record_use(&pack.documents(*shared))?;
-    }
-    Ok(pack)
 }

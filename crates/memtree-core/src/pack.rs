@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
+use crate::cite::{SHARED_PREFIX, cite};
 use crate::doc_id::DocId;
 use crate::front_matter::Scope;
 use crate::index::{Found, Hit, IndexProgress, TokenCounter};
-use crate::namespace::SHARED_PREFIX;
 
 /// Passages scoring below this share of the best one are not relevant.
 const RELEVANCE_FLOOR: f64 = 0.3;
@@ -41,13 +41,6 @@ pub struct PackEntry {
     pub group: &'static str,
     pub text: String,
     pub score: f64,
-}
-
-/// `[id#heading]`, or `[id]` for text before the first heading; a passage
-/// of the shared tree seen from a namespace is `[shared:id…]`.
-pub fn cite(id: &DocId, heading: &str, shared: bool) -> String {
-    let tree = if shared { SHARED_PREFIX } else { "" };
-    if heading.is_empty() { format!("[{tree}{id}]") } else { format!("[{tree}{id}#{heading}]") }
 }
 
 fn citation(hit: &Hit) -> String {

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use crate::cite::{cite, join};
 use crate::doc_id::DocId;
 
 /// The links of every existing document.
@@ -153,19 +154,14 @@ impl std::fmt::Display for Finding {
                 write!(
                     f,
                     "possible conflict: {} says {:?}, {} says {:?}; keep one (edit, or lifecycle superseded_by)",
-                    crate::pack::cite(&a.0, &a.1, false),
+                    cite(&a.0, &a.1, false),
                     says(only_a),
-                    crate::pack::cite(&b.0, &b.1, false),
+                    cite(&b.0, &b.1, false),
                     says(only_b)
                 )
             }
         }
     }
-}
-
-/// Joins ids with `, `, as every list in memtree's answers is written.
-pub fn join(ids: &[DocId]) -> String {
-    ids.iter().map(DocId::as_str).collect::<Vec<_>>().join(", ")
 }
 
 impl Tree {

@@ -451,10 +451,10 @@ fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String {
     let mut out = String::new();
     for (what, ids) in [("Added", added), ("Changed", changed), ("Deleted", deleted)] {
         if ids.len() > NAMED {
-            let named = memtree_core::tree::join(&ids[..NAMED]);
+            let named = memtree_core::cite::join(&ids[..NAMED]);
             out.push_str(&format!("{what}: {named} (+{} more)\n", ids.len() - NAMED));
         } else if !ids.is_empty() {
-            out.push_str(&format!("{what}: {}\n", memtree_core::tree::join(ids)));
+            out.push_str(&format!("{what}: {}\n", memtree_core::cite::join(ids)));
         }
     }
     if !out.is_empty() {

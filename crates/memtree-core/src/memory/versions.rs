@@ -4,42 +4,14 @@
 
 use std::collections::HashMap;
 
-use super::{Memory, UpdateOutcome};
+use super::Memory;
+use crate::answer::Restored;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter;
 use crate::history::{History, Version};
 use crate::links::parse_links;
 use crate::storage::LockMode;
-use crate::tree::join;
-
-/// What a restore did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restored {
-    /// The document and the gone documents below it that came back.
-    pub ids: Vec<DocId>,
-    pub version: String,
-    /// The document the restored one was linked under again, when it had
-    /// been pruned.
-    pub relinked_under: Option<DocId>,
-    pub outcome: UpdateOutcome,
-}
-
-impl Restored {
-    /// `Succeeded`, what came back from which version, then a `Deleted:`
-    /// line for children the restored version no longer links.
-    pub fn report(&self) -> String {
-        let mut out = format!("Succeeded\nRestored: {} from {}", join(&self.ids), self.version);
-        if let Some(parent) = &self.relinked_under {
-            out.push_str(&format!(" under {parent}"));
-        }
-        if !self.outcome.deleted.is_empty() {
-            out.push_str(&format!("\nDeleted: {}", join(&self.outcome.deleted)));
-        }
-        super::push_warning(&mut out, self.outcome.warning.as_deref());
-        out
-    }
-}
 
 impl Memory {
     fn history_backend(&self) -> Result<&dyn History, MemoryError> {

@@ -1,0 +1,186 @@
+//! Keeping the search index in step with the documents: after each change,
+//! at a server's start (`reconcile`, which searches wait for a while), for
+//! files changed by other programs, and rebuilt whole.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use super::Memory;
+use crate::answer::Reconciliation;
+use crate::doc_id::DocId;
+use crate::error::MemoryError;
+use crate::index::{IndexProgress, IndexStats, IndexedDoc, Usage, content_hash};
+use crate::storage::{Change, Stamp};
+
+/// How long a search waits for the index to catch up with the documents
+/// before it answers from what is indexed, saying so.
+const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The state of an index catching up with the documents (a server's
+/// reconciliation at start), which searches wait for.
+#[derive(Debug, Default)]
+pub(super) struct CatchingUp {
+    progress: Mutex<Option<IndexProgress>>,
+    done: std::sync::Condvar,
+}
+
+/// Ends a catch-up when dropped, however it ends.
+struct CaughtUp<'a>(&'a CatchingUp);
+
+impl Drop for CaughtUp<'_> {
+    fn drop(&mut self) {
+        *self.0.progress.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.0.done.notify_all();
+    }
+}
+
+impl CatchingUp {
+    fn expect(&self) {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_default();
+    }
+
+    fn begin(&self) -> CaughtUp<'_> {
+        self.expect();
+        CaughtUp(self)
+    }
+
+    fn set(&self, progress: IndexProgress) {
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(progress);
+    }
+
+    /// Waits up to `wait` for the catch-up to end; the progress if it has not.
+    fn wait(&self, wait: std::time::Duration) -> Option<IndexProgress> {
+        let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let (progress, _) =
+            self.done.wait_timeout_while(progress, wait, |p| p.is_some()).unwrap_or_else(|e| e.into_inner());
+        *progress
+    }
+}
+
+impl Memory {
+    /// Marks the index as about to catch up with the documents (a server
+    /// reconciles in the background): searches wait for it, a while.
+    pub fn expect_reconcile(&self) {
+        self.catching_up.expect();
+    }
+
+    /// How far the index is, when it is still catching up with the
+    /// documents after waiting a little for it to finish; `None` once it
+    /// has.
+    pub fn index_progress(&self) -> Option<IndexProgress> {
+        self.catching_up.wait(INDEX_WAIT)
+    }
+
+    /// Brings the index up to date with the documents: stamps first, then
+    /// content hashes only where a stamp changed.
+    pub fn reconcile(&self) -> Result<Reconciliation, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let _catching_up = self.catching_up.begin();
+        self.restore_invariants()?;
+        let listing = self.storage.list()?;
+        let known: HashMap<DocId, (Stamp, u64)> =
+            index.stamps()?.into_iter().map(|(id, stamp, hash)| (id, (stamp, hash))).collect();
+        let mut report = Reconciliation::default();
+        let mut changed = Vec::new();
+        for (id, stamp) in &listing.docs {
+            match known.get(id) {
+                Some((known_stamp, _)) if known_stamp == stamp => report.unchanged += 1,
+                Some((_, hash)) => match self.storage.read(id) {
+                    Ok(Some(text)) if content_hash(text.as_bytes()) == *hash => {
+                        index.restamp(id, *stamp)?;
+                        report.restamped += 1;
+                    }
+                    _ => changed.push(id.clone()),
+                },
+                None => changed.push(id.clone()),
+            }
+        }
+        report.indexed = changed.len();
+        for (i, chunk) in changed.chunks(500).enumerate() {
+            self.catching_up.set(IndexProgress { done: i * 500, total: changed.len() });
+            self.refresh(chunk)?;
+        }
+        let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
+        let gone: Vec<DocId> = known.into_keys().filter(|id| !live.contains(id)).collect();
+        report.removed = gone.len();
+        index.remove(&gone)?;
+        // Many changed documents leave many small segments and deleted
+        // rows, which every query then walks: compact after a bulk change.
+        // (Single writes are merged incrementally by FTS5 itself.)
+        if (report.indexed + report.removed) * 100 >= listing.docs.len().max(1) {
+            index.optimize()?;
+        }
+        Ok(report)
+    }
+
+    /// Rebuilds the index from every document; `progress(done, total)`.
+    pub fn reindex(&self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        self.restore_invariants()?;
+        let listing = self.storage.list()?;
+        index.clear()?;
+        let total = listing.docs.len();
+        let ids: Vec<DocId> = listing.docs.into_iter().map(|(id, _)| id).collect();
+        for (i, chunk) in ids.chunks(500).enumerate() {
+            self.refresh(chunk)?;
+            progress((i * 500 + chunk.len()).min(total), total);
+        }
+        index.optimize()?;
+        Ok(total)
+    }
+
+    /// Indexes documents again from their stored text where the file's
+    /// stamp differs from the indexed one (the gone ones are removed): those
+    /// a file watcher saw change, which include memtree's own writes.
+    /// Returns the ids indexed again: those another program changed.
+    pub fn reindex_changed(&self, ids: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let mut changed = Vec::new();
+        for id in ids {
+            if self.storage.stamp(id)? != index.stamp(id)? {
+                changed.push(id.clone());
+            }
+        }
+        self.refresh(&changed)?;
+        Ok(changed)
+    }
+
+    /// Index size and pack usage, for `status`.
+    pub fn index_status(&self) -> Result<(IndexStats, Vec<Usage>), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        Ok((index.stats()?, index.usage()?))
+    }
+
+    /// Indexes `ids` again from their stored text (removing the gone ones).
+    pub(super) fn refresh(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let mut docs = Vec::with_capacity(ids.len());
+        let mut gone = Vec::new();
+        for id in ids {
+            let stamp = self.storage.stamp(id)?;
+            match (stamp, self.storage.read(id)) {
+                (Some(stamp), Ok(Some(text))) => docs.push(IndexedDoc::from_text(id.clone(), &text, stamp)),
+                (_, Err(crate::storage::StorageError::Unreadable { .. })) => gone.push(id.clone()),
+                (_, Err(e)) => return Err(e.into()),
+                _ => gone.push(id.clone()),
+            }
+        }
+        index.upsert(&docs)?;
+        index.remove(&gone)?;
+        Ok(())
+    }
+
+    /// Keeps the index in step with a change just applied. The documents
+    /// are safe on disk already, so an index failure is logged, not
+    /// returned: the next reconciliation repairs the index.
+    pub(super) fn index_change(&self, change: &Change) {
+        if self.index.is_none() {
+            return;
+        }
+        let mut ids: Vec<DocId> = change.puts.iter().map(|(id, _)| id.clone()).collect();
+        ids.extend(change.deletes.iter().cloned());
+        if let Err(error) = self.refresh(&ids) {
+            tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Search and memory packs on one tree; every hit is checked against the
+//! stored document first.
+
+use std::collections::HashMap;
+
+use super::Memory;
+use crate::date::civil_date;
+use crate::doc_id::DocId;
+use crate::error::MemoryError;
+use crate::front_matter::Scope;
+use crate::index::{Found, Hit, SearchRequest};
+use crate::pack::{self, Pack};
+
+impl Memory {
+    /// Ranked passages for a plain-words query; every hit is checked against
+    /// the stored document first, so none is from text that is gone.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        scope: Option<Scope>,
+        under: Option<&DocId>,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        if query.trim().is_empty() {
+            return Err(MemoryError::InvalidArgument { argument: "query", what: "empty".to_owned() });
+        }
+        if let Some(under) = under
+            && self.storage.stamp(under)?.is_none()
+        {
+            return Err(MemoryError::NotFound { id: under.clone() });
+        }
+        self.restore_invariants()?;
+        let now_ns = self.settings.clock.now_ns();
+        let request = SearchRequest {
+            query: query.to_owned(),
+            limit: limit.clamp(1, 50),
+            scope,
+            under: under.cloned(),
+            today: civil_date(now_ns / 1_000_000_000),
+            now_ns,
+        };
+        // A hit from a document changed since it was indexed (by an editor,
+        // before the watcher or the next reconciliation saw it) is indexed
+        // again and the query run again.
+        for _ in 0..3 {
+            let hits = index.search(&request)?;
+            let mut stale = Vec::new();
+            for hit in &hits {
+                if self.storage.stamp(&hit.id)? != Some(hit.stamp) && !stale.contains(&hit.id) {
+                    stale.push(hit.id.clone());
+                }
+            }
+            if stale.is_empty() {
+                return Ok(hits);
+            }
+            if let Err(error) = self.refresh(&stale) {
+                tracing::warn!(%error, "the index cannot be brought up to date; checking hits by their text");
+                return Ok(self.still_in_their_files(hits, &stale));
+            }
+        }
+        Ok(index.search(&request)?)
+    }
+
+    /// The hits whose passage is still in its document, for an index that
+    /// cannot be written (a read-only store, a full disk): a hit of a
+    /// changed file is kept only if the file still says it.
+    fn still_in_their_files(&self, mut hits: Vec<Hit>, changed: &[DocId]) -> Vec<Hit> {
+        let mut texts: HashMap<&DocId, Option<String>> = HashMap::new();
+        for id in changed {
+            texts.insert(id, self.storage.read(id).ok().flatten());
+        }
+        hits.retain(|hit| match texts.get(&hit.id) {
+            Some(text) => text.as_deref().is_some_and(|t| t.contains(hit.text.as_str())),
+            None => true,
+        });
+        hits
+    }
+
+    /// Ranked passages of this tree, scored relative to the best, as an
+    /// answer says them; an index still catching up is waited for a while,
+    /// then searched as it is, which the answer says.
+    pub fn find(
+        &self,
+        query: &str,
+        limit: usize,
+        scope: Option<Scope>,
+        under: Option<&DocId>,
+    ) -> Result<Found, MemoryError> {
+        let index_building = self.index_progress();
+        let hits = self.search(query, limit, scope, under)?;
+        Ok(Found { hits: relative(hits), index_building })
+    }
+
+    /// A memory pack for a task, within `budget` tokens; logs the use of
+    /// every document it draws on.
+    pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
+        check_pack_request(task, budget)?;
+        let found = self.find(task, PACK_CANDIDATES, scope, None)?;
+        let pack = self.pack(&found, budget)?;
+        self.record_use(&pack.documents(false))?;
+        Ok(pack)
+    }
+
+    /// The pack of `found` within `budget` tokens, counted with this
+    /// tree's token counter.
+    pub(crate) fn pack(&self, found: &Found, budget: usize) -> Result<Pack, MemoryError> {
+        let tokens = self.tokens.as_deref().ok_or(MemoryError::NoIndex)?;
+        Ok(pack::assemble(&found.hits, budget, tokens, found.index_building))
+    }
+
+    /// Logs that a memory pack drew on `ids`.
+    pub(crate) fn record_use(&self, ids: &[DocId]) -> Result<(), MemoryError> {
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        Ok(index.record_use(ids, self.settings.clock.now_ns())?)
+    }
+
+    /// The configured byte budget of the L0 index.
+    pub(crate) fn index_budget(&self) -> usize {
+        self.settings.index_budget
+    }
+}
+
+/// How many passages a memory pack chooses from.
+pub(crate) const PACK_CANDIDATES: usize = 40;
+
+/// Refuses a pack request whose budget is out of range or whose task is
+/// empty.
+pub(crate) fn check_pack_request(task: &str, budget: usize) -> Result<(), MemoryError> {
+    if !(50..=100_000).contains(&budget) {
+        return Err(MemoryError::InvalidArgument {
+            argument: "budget",
+            what: format!("{budget} tokens; give 50 to 100000"),
+        });
+    }
+    if task.trim().is_empty() {
+        return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
+    }
+    Ok(())
+}
+
+/// Scores from 0 to 1, the best hit's being 1: a raw BM25 score means
+/// nothing to a reader (and is near 0 in a large store), a share of the
+/// best says how much weaker each hit is.
+pub(crate) fn relative(mut hits: Vec<Hit>) -> Vec<Hit> {
+    let best = hits.iter().map(|h| h.score).fold(0.0, f64::max);
+    if best > 0.0 {
+        for hit in &mut hits {
+            hit.score /= best;
+        }
+    }
+    hits
+}

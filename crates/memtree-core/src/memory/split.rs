@@ -1,0 +1,245 @@
+//! `split_document`, and the split policy applied after a write that makes
+//! a document larger than the split threshold.
+
+use std::collections::{HashMap, HashSet};
+
+use super::Memory;
+use super::settings::SplitPolicy;
+use crate::answer::{SplitOutcome, UpdateOutcome};
+use crate::cite::join;
+use crate::doc_id::DocId;
+use crate::error::MemoryError;
+use crate::front_matter;
+use crate::l0;
+use crate::line_ending::LineEnding;
+use crate::links::parse_links;
+use crate::sections;
+use crate::storage::{Change, LockMode};
+
+/// Lower-case words of `name` joined by `_`; `note` when none is left.
+fn slug(name: &str) -> String {
+    let words: Vec<String> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words.is_empty() { "note".to_owned() } else { words.join("_") }
+}
+
+impl Memory {
+    /// Splits a document into children: one per top-level section (`plan`
+    /// `None`), or as the plan says (child id → the headings it takes; the
+    /// other sections stay). The parent keeps its front-matter, its
+    /// preamble and whatever the plan leaves, plus a `- [[child]]: summary`
+    /// line per child. One atomic change; no line of text is lost.
+    pub fn split_document(
+        &self,
+        id: &DocId,
+        plan: Option<&[(DocId, Vec<String>)]>,
+    ) -> Result<SplitOutcome, MemoryError> {
+        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let text = self.read_existing(id)?;
+        let eol = LineEnding::of(&text).as_str();
+        let split = front_matter::split(&text);
+        let tops = sections::top_sections(split.body);
+        if tops.sections.is_empty() {
+            return Err(invalid("id", format!("{id} has no sections to split along")));
+        }
+        // (child id, title, body) of each new document; the rest stays.
+        let mut children: Vec<(DocId, String, String)> = Vec::new();
+        let mut kept: Vec<(String, String)> = Vec::new();
+        match plan {
+            None => {
+                let mut taken = HashSet::new();
+                for (heading, body) in &tops.sections {
+                    let child = self.free_id(Some(id), heading, &taken)?;
+                    taken.insert(child.folded());
+                    children.push((child, heading.clone(), body.clone()));
+                }
+            }
+            Some(plan) => {
+                let mut assigned: HashMap<&str, &DocId> = HashMap::new();
+                let mut occurs: HashMap<&str, usize> = HashMap::new();
+                for (t, _) in &tops.sections {
+                    *occurs.entry(t.as_str()).or_default() += 1;
+                }
+                for (child, headings) in plan {
+                    if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
+                        return Err(invalid("plan", format!("{child} already exists")));
+                    }
+                    for h in headings {
+                        if occurs.get(h.as_str()) != Some(&1) {
+                            let names: Vec<&str> = tops.sections.iter().map(|(t, _)| t.as_str()).collect();
+                            return Err(invalid(
+                                "plan",
+                                format!("no single section {h:?} (sections: {})", names.join(", ")),
+                            ));
+                        }
+                        if let Some(other) = assigned.insert(h.as_str(), child) {
+                            return Err(invalid(
+                                "plan",
+                                format!("section {h:?} is given to both {other} and {child}"),
+                            ));
+                        }
+                    }
+                }
+                let mut bodies: HashMap<&DocId, String> = HashMap::new();
+                for (t, b) in &tops.sections {
+                    if let Some(child) = assigned.get(t.as_str()) {
+                        bodies.entry(child).or_default().push_str(&format!("## {t}{eol}{b}"));
+                    }
+                }
+                for (child, _) in plan {
+                    let body = bodies.remove(child).unwrap_or_default();
+                    children.push((
+                        child.clone(),
+                        child.as_str().rsplit('/').next().unwrap_or("").to_owned(),
+                        body,
+                    ));
+                }
+                kept = tops
+                    .sections
+                    .iter()
+                    .filter(|(t, _)| !assigned.contains_key(t.as_str()))
+                    .cloned()
+                    .collect();
+            }
+        }
+        let mut parent = format!("{}{}", split.head, tops.preamble.trim_end());
+        for (heading, body) in &kept {
+            parent.push_str(&format!("{eol}{eol}## {heading}{eol}{}", body.trim_end()));
+        }
+        parent.push_str(&format!("{eol}{eol}"));
+        for (child, title, body) in &children {
+            let summary = l0::first_sentence(body);
+            let summary = if summary.is_empty() { title.clone() } else { summary };
+            parent.push_str(&format!("- [[{child}]]: {summary}{eol}"));
+        }
+        let mut puts = vec![(id.clone(), parent)];
+        puts.extend(
+            children.iter().map(|(child, title, body)| {
+                (child.clone(), format!("# {title}{eol}{eol}{}{eol}", body.trim()))
+            }),
+        );
+        // Every link must end up with one parent: a child of the split
+        // document moves with its section; a new id becomes a new document.
+        let new_children: HashSet<&DocId> = children.iter().map(|(c, _, _)| c).collect();
+        let mut owner: HashMap<DocId, DocId> = HashMap::new();
+        let mut templates = Vec::new();
+        let mut moved_down = Vec::new();
+        for (doc, doc_text) in &puts {
+            let limit = self.settings.max_document_bytes;
+            if doc_text.len() > limit {
+                return Err(MemoryError::TooLarge { len: doc_text.len(), limit });
+            }
+            let links = parse_links(front_matter::split(doc_text).body).ids;
+            if links.len() > self.settings.max_links {
+                return Err(MemoryError::TooManyLinks { links: links.len(), limit: self.settings.max_links });
+            }
+            for link in links {
+                if let Some(first) = owner.insert(link.clone(), doc.clone()) {
+                    return Err(invalid(
+                        "plan",
+                        format!("[[{link}]] would be linked from both {first} and {doc}"),
+                    ));
+                }
+                if new_children.contains(&link) {
+                    continue;
+                }
+                if self.storage.stamp(&link)?.is_none() {
+                    templates.push(link);
+                } else if doc != id {
+                    moved_down.push(link);
+                }
+            }
+        }
+        // A child that moves with its section goes a level deeper, with
+        // its subtree.
+        if !moved_down.is_empty() {
+            let tree = self.tree_unlocked()?.0;
+            let depth = tree.depth(id) + 2;
+            for link in &moved_down {
+                self.check_depth("id", link, depth + tree.height(link))?;
+            }
+        }
+        puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
+        let change = Change { puts, deletes: vec![], label: format!("split {id}") };
+        let warning = self.apply_change(&change)?;
+        Ok(SplitOutcome {
+            children: children.into_iter().map(|(c, _, _)| c).collect(),
+            created: templates,
+            warning,
+        })
+    }
+
+    /// A free id for a new document named `name` (under `parent`'s folder
+    /// when there is a parent other than root), avoiding the ids `taken`
+    /// (folded to lower case).
+    pub(super) fn free_id(
+        &self,
+        parent: Option<&DocId>,
+        name: &str,
+        taken: &HashSet<String>,
+    ) -> Result<DocId, MemoryError> {
+        let prefix = parent.filter(|p| !p.is_root()).map(|p| format!("{p}/")).unwrap_or_default();
+        let room = DocId::MAX_LEN.saturating_sub(prefix.len() + 4).max(1);
+        let slug = slug(name);
+        let base: String = slug.chars().take(room).collect();
+        for n in 1.. {
+            let candidate = if n == 1 { format!("{prefix}{base}") } else { format!("{prefix}{base}_{n}") };
+            let Ok(id) = DocId::parse(&candidate) else {
+                return Err(MemoryError::InvalidArgument {
+                    argument: "id",
+                    what: format!("no room for a child id under {prefix}"),
+                });
+            };
+            let free = !taken.contains(&id.folded())
+                && self.storage.stamp(&id)?.is_none()
+                && self.storage.find_folded(&id)?.is_none();
+            if free {
+                return Ok(id);
+            }
+        }
+        unreachable!("some numbered id is free")
+    }
+
+    /// Applies the split policy to a document a write just changed. The
+    /// write is done: nothing here turns it into an error (a split that
+    /// fails is said in the answer, with why).
+    pub(super) fn after_growth(&self, id: &DocId, mut outcome: UpdateOutcome) -> UpdateOutcome {
+        match self.split_advice(id) {
+            Ok(advice) => outcome.split = advice,
+            Err(error) => tracing::warn!(%error, %id, "no split advice"),
+        }
+        outcome
+    }
+
+    /// What the split policy says, or did, about a document over the split
+    /// threshold.
+    fn split_advice(&self, id: &DocId) -> Result<Option<String>, MemoryError> {
+        let threshold = self.settings.split_threshold;
+        let Some(stamp) = self.storage.stamp(id)? else { return Ok(None) };
+        if self.settings.split_policy == SplitPolicy::Off || (stamp.len as usize) <= threshold {
+            return Ok(None);
+        }
+        let text = self.read_existing(id)?;
+        let sections = sections::top_sections(front_matter::split(&text).body).sections.len();
+        let over = format!("{id} is {} bytes (over {threshold})", stamp.len);
+        Ok(Some(match (self.settings.split_policy, sections) {
+            (SplitPolicy::Auto, n) if n > 0 => match self.split_document(id, None) {
+                Ok(done) => format!("Split (over {threshold} bytes): {}", join(&done.children)),
+                Err(error) => {
+                    format!("Advice: {over}; splitting it along its sections failed: {}", error.report())
+                }
+            },
+            (_, 0) => format!("Advice: {over}; give it ## sections or move parts into children"),
+            (_, n) => {
+                format!(
+                    "Advice: {over}; split_document(id=\"{id}\") would make {n} children from its sections"
+                )
+            }
+        }))
+    }
+}

@@ -1,0 +1,322 @@
+//! `TreeCache`: every document's parsed links, and the tree built from
+//! them, reused while no document's stamp changes.
+//!
+//! Nothing else in the engine caches what a document says: reads and
+//! writes always see the stored bytes. The cache reads through a callback,
+//! so it knows nothing of where documents are kept.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::doc_id::DocId;
+use crate::front_matter::{self, FrontMatter, Status};
+use crate::links::{InvalidLink, parse_links};
+use crate::storage::{Ignored, Listing, Stamp, StorageError};
+use crate::tree::{Finding, Tree};
+
+/// How recently changed a file must be to distrust its stamp.
+const RACY_WINDOW_NS: u64 = 100_000_000;
+
+/// The parsed links of every document, and the tree built from them.
+#[derive(Debug, Default)]
+pub(super) struct TreeCache {
+    docs: HashMap<DocId, CachedDoc>,
+    ignored: Vec<(String, Ignored)>,
+    built: Option<(Arc<Tree>, Vec<Finding>)>,
+}
+
+/// One document's parsed links, valid while its stamp is unchanged.
+#[derive(Debug, Clone)]
+struct CachedDoc {
+    stamp: Stamp,
+    /// Read so soon after its last change that a later change could keep
+    /// the same stamp (coarse file-system clocks): parse again next time.
+    racy: bool,
+    /// The valid links, shared with the trees built from this entry.
+    ids: Arc<[DocId]>,
+    invalid: Vec<InvalidLink>,
+    problem: Option<String>,
+    deprecation: Option<Deprecation>,
+    expires: Option<String>,
+}
+
+/// A document marked `status: deprecated`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Deprecation {
+    /// The document that replaces it, when one does.
+    superseded_by: Option<String>,
+}
+
+impl CachedDoc {
+    /// The `expires` date, when it is before `today` (both `YYYY-MM-DD…`).
+    fn expired(&self, today: &str) -> Option<&str> {
+        self.expires.as_deref().filter(|e| e.get(..10).unwrap_or(e) < today)
+    }
+
+    /// A document that cannot be read: no links, and why.
+    fn unreadable(stamp: Stamp, racy: bool, reason: String) -> CachedDoc {
+        CachedDoc {
+            stamp,
+            racy,
+            ids: Arc::new([]),
+            invalid: Vec::new(),
+            problem: Some(reason),
+            deprecation: None,
+            expires: None,
+        }
+    }
+
+    fn parse(text: &str, stamp: Stamp, racy: bool) -> CachedDoc {
+        let split = front_matter::split(text);
+        let parsed = split.yaml.map(FrontMatter::parse).transpose();
+        let problem = parsed.as_ref().err().map(ToString::to_string);
+        let fm = parsed.ok().flatten().unwrap_or_default();
+        let deprecation = (fm.status == Some(Status::Deprecated))
+            .then_some(Deprecation { superseded_by: fm.superseded_by });
+        let links = parse_links(split.body);
+        CachedDoc {
+            stamp,
+            racy,
+            ids: links.ids.into(),
+            invalid: links.invalid,
+            problem,
+            deprecation,
+            expires: fm.expires,
+        }
+    }
+}
+
+impl TreeCache {
+    /// The tree of the documents in `listing`, and the findings of their
+    /// parsing; reads (through `read`) only the documents whose stamp
+    /// changed, or that were read too soon after a change to trust it.
+    /// `now_ns` is the wall clock the file system stamps with.
+    pub(super) fn view(
+        &mut self,
+        listing: Listing,
+        now_ns: u64,
+        mut read: impl FnMut(&DocId) -> Result<Option<String>, StorageError>,
+    ) -> Result<(Arc<Tree>, Vec<Finding>), StorageError> {
+        let mut changed = self.docs.len() != listing.docs.len() || self.ignored != listing.ignored;
+        for (id, stamp) in &listing.docs {
+            match self.docs.get(id) {
+                Some(c) if c.stamp == *stamp && !c.racy => {}
+                cached => {
+                    let racy = now_ns.saturating_sub(stamp.modified_ns) < RACY_WINDOW_NS;
+                    let doc = match read(id) {
+                        Ok(text) => {
+                            // Deleted between listing and reading: an empty leaf this time.
+                            CachedDoc::parse(text.as_deref().unwrap_or_default(), *stamp, racy)
+                        }
+                        Err(StorageError::Unreadable { reason, .. }) => {
+                            CachedDoc::unreadable(*stamp, racy, reason.to_string())
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    // A racy entry read again unchanged changes nothing.
+                    changed |= cached.is_none_or(|c| {
+                        c.ids != doc.ids || c.invalid != doc.invalid || c.problem != doc.problem
+                    });
+                    self.docs.insert(id.clone(), doc);
+                }
+            }
+        }
+        if self.docs.len() != listing.docs.len() {
+            let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
+            self.docs.retain(|id, _| live.contains(id));
+            changed = true;
+        }
+        if changed || self.built.is_none() {
+            self.ignored = listing.ignored;
+            self.built = Some(self.build());
+        }
+        let (tree, findings) = self.built.as_ref().expect("built above");
+        Ok((Arc::clone(tree), findings.clone()))
+    }
+
+    /// Expired memory, and deprecated memory a parent in `tree` still
+    /// links, as of the last view.
+    pub(super) fn stale(&self, tree: &Tree, today: &str) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for (id, doc) in &self.docs {
+            if let Some(expires) = doc.expired(today) {
+                findings.push(Finding::Expired { id: id.clone(), expires: expires.to_owned() });
+            }
+            if let (Some(deprecation), Some(parent)) = (&doc.deprecation, tree.parents(id).first()) {
+                findings.push(Finding::DeprecatedLinked {
+                    id: id.clone(),
+                    parent: parent.clone(),
+                    superseded_by: deprecation.superseded_by.clone(),
+                });
+            }
+        }
+        findings.sort_by_key(ToString::to_string);
+        findings
+    }
+
+    /// The documents of `tree` that are current (neither deprecated nor
+    /// expired), in id order, as of the last view.
+    pub(super) fn current(&self, tree: &Tree, today: &str) -> Vec<DocId> {
+        let mut current: Vec<DocId> = self
+            .docs
+            .iter()
+            .filter(|(id, d)| tree.contains(id) && d.deprecation.is_none() && d.expired(today).is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        current.sort();
+        current
+    }
+
+    /// The tree and the per-document findings from every cached document.
+    fn build(&self) -> (Arc<Tree>, Vec<Finding>) {
+        let mut findings: Vec<Finding> = self
+            .ignored
+            .iter()
+            .map(|(path, why)| Finding::IgnoredFile { path: path.clone(), why: *why })
+            .collect();
+        let mut links = BTreeMap::new();
+        for (id, doc) in &self.docs {
+            if let Some(reason) = &doc.problem {
+                findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
+            }
+            findings.extend(
+                doc.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+            );
+            links.insert(id.clone(), Arc::clone(&doc.ids));
+        }
+        findings.sort_by_key(ToString::to_string);
+        (Arc::new(Tree::new(links)), findings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::storage::Unreadable;
+
+    fn id(s: &str) -> DocId {
+        DocId::parse(s).unwrap()
+    }
+
+    /// Far from every stamp below: no entry is racy.
+    const NOW: u64 = 10_000_000_000;
+
+    fn stamp(len: u64, modified_ns: u64) -> Stamp {
+        Stamp { len, modified_ns, tag: 0 }
+    }
+
+    /// A store of `(id, stamp, text)`, and the ids read from it so far.
+    struct Files {
+        docs: Vec<(DocId, Stamp, &'static str)>,
+        reads: RefCell<Vec<DocId>>,
+    }
+
+    impl Files {
+        fn new(docs: &[(&str, Stamp, &'static str)]) -> Files {
+            Files { docs: docs.iter().map(|(i, s, t)| (id(i), *s, *t)).collect(), reads: RefCell::default() }
+        }
+
+        fn listing(&self) -> Listing {
+            Listing { docs: self.docs.iter().map(|(i, s, _)| (i.clone(), *s)).collect(), ignored: vec![] }
+        }
+
+        fn view(&self, cache: &mut TreeCache, now_ns: u64) -> (Arc<Tree>, Vec<Finding>) {
+            cache
+                .view(self.listing(), now_ns, |wanted| {
+                    self.reads.borrow_mut().push(wanted.clone());
+                    Ok(self.docs.iter().find(|(i, _, _)| i == wanted).map(|(_, _, t)| (*t).to_owned()))
+                })
+                .unwrap()
+        }
+
+        fn take_reads(&self) -> Vec<DocId> {
+            std::mem::take(&mut *self.reads.borrow_mut())
+        }
+    }
+
+    #[test]
+    fn builds_the_tree_then_reads_only_what_changed() {
+        let mut files = Files::new(&[
+            ("root", stamp(10, 1), "# R\n[[a]]\n"),
+            ("a", stamp(5, 1), "# A\n[[b]]\n"),
+            ("b", stamp(3, 1), "# B\n"),
+        ]);
+        let mut cache = TreeCache::default();
+        let (tree, findings) = files.view(&mut cache, NOW);
+        assert_eq!(tree.parents(&id("b")), [id("a")]);
+        assert!(findings.is_empty());
+        assert_eq!(files.take_reads().len(), 3);
+
+        let (again, _) = files.view(&mut cache, NOW);
+        assert!(files.take_reads().is_empty(), "unchanged stamps are not read again");
+        assert!(Arc::ptr_eq(&tree, &again), "an unchanged store reuses the built tree");
+
+        files.docs[1] = (id("a"), stamp(4, 2), "# A\n");
+        let (tree, _) = files.view(&mut cache, NOW);
+        assert_eq!(files.take_reads(), [id("a")]);
+        assert!(tree.parents(&id("b")).is_empty(), "b lost its parent with a's link");
+    }
+
+    #[test]
+    fn a_stamp_too_close_to_now_is_read_again_next_time() {
+        let files = Files::new(&[("root", stamp(10, NOW - 1_000), "# R\n")]);
+        let mut cache = TreeCache::default();
+        files.view(&mut cache, NOW);
+        files.view(&mut cache, NOW);
+        assert_eq!(files.take_reads().len(), 2, "racy: parsed at each view");
+        files.view(&mut cache, NOW + RACY_WINDOW_NS);
+        files.view(&mut cache, NOW + RACY_WINDOW_NS);
+        assert_eq!(files.take_reads().len(), 1, "settled: parsed once more, then trusted");
+    }
+
+    #[test]
+    fn a_gone_document_leaves_the_tree() {
+        let mut files = Files::new(&[("root", stamp(10, 1), "# R\n[[a]]\n"), ("a", stamp(5, 1), "# A\n")]);
+        let mut cache = TreeCache::default();
+        assert!(files.view(&mut cache, NOW).0.contains(&id("a")));
+        files.docs.pop();
+        let (tree, _) = files.view(&mut cache, NOW);
+        assert!(!tree.contains(&id("a")));
+        assert_eq!(tree.len(), 1);
+    }
+
+    #[test]
+    fn unreadable_files_and_bad_links_are_findings() {
+        let mut cache = TreeCache::default();
+        let listing = Listing {
+            docs: vec![(id("root"), stamp(1, 1)), (id("bad"), stamp(1, 1))],
+            ignored: vec![("x y.md".to_owned(), Ignored::NotAnId)],
+        };
+        let (_, findings) = cache
+            .view(listing, NOW, |wanted| match wanted.as_str() {
+                "bad" => {
+                    Err(StorageError::Unreadable { id: wanted.clone(), reason: Unreadable::InvalidUtf8 })
+                }
+                _ => Ok(Some("# R\n[[bad]] [[Not Valid]]\n".to_owned())),
+            })
+            .unwrap();
+        let texts: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        assert!(texts.iter().any(|t| t.contains("bad") && t.contains("not valid UTF-8")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("Not Valid")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.starts_with("x y.md")), "{texts:?}");
+    }
+
+    #[test]
+    fn stale_and_current_memory() {
+        let files = Files::new(&[
+            ("root", stamp(1, 1), "# R\n[[old]] [[gone]] [[live]]\n"),
+            ("old", stamp(1, 1), "---\nstatus: deprecated\nsuperseded_by: live\n---\n# Old\n"),
+            ("gone", stamp(1, 1), "---\nexpires: 2020-01-01\n---\n# Gone\n"),
+            ("live", stamp(1, 1), "---\nexpires: 2099-01-01\n---\n# Live\n"),
+        ]);
+        let mut cache = TreeCache::default();
+        let (tree, _) = files.view(&mut cache, NOW);
+        let stale: Vec<String> = cache.stale(&tree, "2026-11-26").iter().map(ToString::to_string).collect();
+        assert_eq!(stale.len(), 2, "{stale:?}");
+        assert!(stale.iter().any(|s| s.contains("gone") && s.contains("2020-01-01")), "{stale:?}");
+        assert!(stale.iter().any(|s| s.contains("old") && s.contains("live")), "{stale:?}");
+        assert_eq!(cache.current(&tree, "2026-11-26"), [id("live"), id("root")]);
+    }
+}

@@ -1,0 +1,49 @@
+//! `update_document`: a document's whole new text.
+
+use super::Memory;
+use crate::answer::UpdateOutcome;
+use crate::doc_id::DocId;
+use crate::error::MemoryError;
+use crate::front_matter;
+use crate::line_ending::BOM;
+
+impl Memory {
+    /// Replaces a document's content, creating the documents its new links
+    /// name and pruning the subtrees of the links it dropped. Content
+    /// without a front-matter block keeps the stored block.
+    pub fn update_document(&self, id: &DocId, content: &str) -> Result<UpdateOutcome, MemoryError> {
+        self.update_based(id, content, None)
+    }
+
+    /// [`Memory::update_document`] for content written from version `base`
+    /// of the document (see [`merge::version`]): when the document changed
+    /// since, the two are merged by section, or refused with
+    /// `Error: version: conflict` when both changed the same section.
+    pub fn update_based(
+        &self,
+        id: &DocId,
+        content: &str,
+        base: Option<&str>,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        let limit = self.settings.max_document_bytes;
+        if content.len() > limit {
+            return Err(MemoryError::TooLarge { len: content.len(), limit });
+        }
+        let keep_block = |old_text: &str| {
+            let (new, old) = (front_matter::split(content), front_matter::split(old_text));
+            Ok(match (new.block, old.block) {
+                (None, Some(block)) => {
+                    let bom = if old.head.starts_with(BOM) || new.head.starts_with(BOM) { BOM } else { "" };
+                    format!("{bom}{block}{}", new.body)
+                }
+                _ => content.to_owned(),
+            })
+        };
+        let mut merged = None;
+        let mut outcome = self.rewrite(id, &format!("update {id}"), |old_text| {
+            self.based_on(id, base, old_text, keep_block, &mut merged)
+        })?;
+        outcome.merged = merged;
+        Ok(self.after_growth(id, outcome))
+    }
+}
