@@ -307,6 +307,9 @@ def test_split_and_remember_commands(cli, store):
     assert r.out.startswith("Skipped: big#Facts already says: - Runs on port 8080"), r.out
     r = cli("split", "big", "--into", "nonsense")
     assert r.rc == 1 and r.err.startswith('Error: into: "nonsense" is not CHILD=HEADING,HEADING'), r.err
+    # The engine's refusal of a plan names the flag the command takes.
+    r = cli("split", "big/howto", "--into", "big/howto/x=Nowhere")
+    assert r.rc == 1 and r.err.startswith('Error: into: no single section "Nowhere"'), r.err
     assert cli("validate").rc == 0
 
 

@@ -1,14 +1,16 @@
 //! `MemoryError`: every way an engine call can fail, and its spec text.
 //!
-//! The spec fixes the first line of each error an agent sees
-//! (`Error: <argument>: <what is wrong>`); [`MemoryError::report`] renders
-//! it, with an optional second line saying which link broke which rule, so
-//! that the MCP tools and the CLI print the same words.
+//! The first line of each error an agent sees is fixed
+//! (`Error: <argument>: <what is wrong>`); [`MemoryError::report_as`]
+//! renders it, with an optional second line saying which link broke which
+//! rule, so that the MCP tools and the CLI print the same words, each
+//! naming the arguments its own way.
 
 use crate::doc_id::{DocId, IdError};
 use crate::front_matter::{FrontMatterError, Scope, Status};
 use crate::history::HistoryError;
 use crate::index::IndexError;
+use crate::refusal::{Refusal, Subject};
 use crate::storage::StorageError;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +32,7 @@ pub enum MemoryError {
     #[error("{links} links; the limit is {limit} per document (give it children that link the rest)")]
     TooManyLinks { links: usize, limit: usize },
     #[error("{id} would be {depth} levels deep; the limit is {limit}")]
-    TooDeep { argument: &'static str, id: DocId, depth: usize, limit: usize },
+    TooDeep { subject: Subject, id: DocId, depth: usize, limit: usize },
     #[error(
         "looks like a secret ({kind}); memory is not the place for secrets (MEMTREE_ALLOW_SECRETS=1 allows them)"
     )]
@@ -47,6 +49,9 @@ pub enum MemoryError {
     History(#[from] HistoryError),
     #[error("history is off (MEMTREE_HISTORY=off); deleted documents are in .memtree/trash/")]
     NoHistory,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// An argument an adapter could not make sense of, which it names.
     #[error("{what}")]
     InvalidArgument { argument: &'static str, what: String },
     /// A write based on an older version changed sections that changed since.
@@ -65,8 +70,13 @@ pub enum CrossTreeReason {
 }
 
 impl MemoryError {
-    /// The argument the error is about, as the spec's first line names it.
+    /// The argument the error is about, as the MCP tools name it.
     pub fn argument(&self) -> &'static str {
+        self.argument_as(Subject::tool_argument)
+    }
+
+    /// The argument the error is about, `name` naming the engine's inputs.
+    pub fn argument_as(&self, name: impl Fn(Subject) -> &'static str) -> &'static str {
         match self {
             MemoryError::NotFound { .. } | MemoryError::Unreadable { .. } => "id",
             MemoryError::InvalidId { argument, .. } => argument,
@@ -77,7 +87,8 @@ impl MemoryError {
             | MemoryError::TooLarge { .. }
             | MemoryError::TooManyLinks { .. }
             | MemoryError::Secret { .. } => "content",
-            MemoryError::TooDeep { argument, .. } => argument,
+            MemoryError::TooDeep { subject, .. } => name(*subject),
+            MemoryError::Refused(refusal) => name(refusal.subject()),
             MemoryError::Storage(_) => "storage",
             MemoryError::Index(_) | MemoryError::NoIndex => "index",
             MemoryError::History(HistoryError::UnknownVersion(_)) => "version",
@@ -122,9 +133,15 @@ impl MemoryError {
         )
     }
 
-    /// The full text an agent or a CLI user sees.
+    /// The full text an agent sees, the engine's inputs named as the MCP
+    /// tools name them.
     pub fn report(&self) -> String {
-        let first = format!("Error: {}: {self}", self.argument());
+        self.report_as(Subject::tool_argument)
+    }
+
+    /// The full text, `name` naming the engine's inputs.
+    pub fn report_as(&self, name: impl Fn(Subject) -> &'static str) -> String {
+        let first = format!("Error: {}: {self}", self.argument_as(name));
         match self.detail() {
             Some(detail) => format!("{first}\n{detail}"),
             None => first,

@@ -20,6 +20,7 @@ pub mod memory;
 pub mod merge;
 pub mod namespace;
 pub mod pack;
+pub mod refusal;
 pub mod remember;
 pub mod secrets;
 pub mod sections;
@@ -43,6 +44,7 @@ pub use index::{
 pub use memory::{Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};
 pub use pack::Pack;
+pub use refusal::{PlanConflict, Refusal, Subject};
 pub use storage::{
     Change, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
 };

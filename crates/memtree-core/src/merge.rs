@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use crate::front_matter;
 use crate::index::content_hash;
+use crate::refusal::Refusal;
 use crate::sections::top_sections;
 
 /// A document's version: a hash of its stored bytes, which a reader passes
@@ -16,15 +17,12 @@ pub fn version(text: &str) -> String {
 }
 
 /// Refuses what cannot be a [`version`]: it is 12 hex digits.
-pub fn check_version(version: &str) -> Result<(), String> {
+pub fn check_version(version: &str) -> Result<(), Refusal> {
     if version.is_empty() {
-        return Err("empty: give the version read_document answered, or leave base out".to_owned());
+        return Err(Refusal::EmptyBase);
     }
     if version.len() != 12 || !version.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        let shown: String = version.chars().take(40).collect();
-        return Err(format!(
-            "{shown:?} is not a version (12 hex digits, as read_document answers with version: true)"
-        ));
+        return Err(Refusal::NotAVersion { shown: version.chars().take(40).collect() });
     }
     Ok(())
 }

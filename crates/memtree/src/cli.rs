@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use memtree_core::MemoryError;
+use memtree_core::{MemoryError, Subject};
 
 use crate::commands;
 use crate::settings::{GlobalArgs, Settings, env, var};
@@ -69,7 +69,20 @@ pub enum Failure {
 
 impl From<MemoryError> for Failure {
     fn from(error: MemoryError) -> Failure {
-        if error.is_user_error() { Failure::User(error.report()) } else { Failure::Internal(error.into()) }
+        if error.is_user_error() {
+            Failure::User(error.report_as(argument_name))
+        } else {
+            Failure::Internal(error.into())
+        }
+    }
+}
+
+/// The engine's inputs as the commands name them: as the MCP tools do,
+/// but a split plan is given with `--into`.
+fn argument_name(subject: Subject) -> &'static str {
+    match subject {
+        Subject::Plan => "into",
+        other => other.tool_argument(),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter;
 use crate::line_ending::{self, LineEnding};
+use crate::refusal::{Refusal, Subject};
 use crate::sections::{self, SectionLookup, SectionSpan};
 
 /// A change to part of a document.
@@ -24,12 +25,11 @@ impl Edit {
     /// ending; `old` written with `\n` also finds the same lines written
     /// with the document's `\r\n` or `\r`.
     fn apply(&self, id: &DocId, text: &str) -> Result<String, MemoryError> {
-        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
         let eol = LineEnding::of(text);
         match self {
             Edit::Replace { old, new } => {
                 if old.is_empty() {
-                    return Err(invalid("old", "empty".to_owned()));
+                    return Err(Refusal::Empty(Subject::Old).into());
                 }
                 let mut count = text.matches(old.as_str()).count();
                 let mut old = old.clone();
@@ -38,12 +38,9 @@ impl Edit {
                     count = text.matches(old.as_str()).count();
                 }
                 match count {
-                    0 => Err(invalid("old", format!("not found in {id}"))),
+                    0 => Err(Refusal::TextNotFound { id: id.clone() }.into()),
                     1 => Ok(text.replacen(old.as_str(), &eol.apply(new), 1)),
-                    n => Err(invalid(
-                        "old",
-                        format!("occurs {n} times in {id}; include more of the text around it"),
-                    )),
+                    count => Err(Refusal::TextRepeated { id: id.clone(), count }.into()),
                 }
             }
             Edit::Section { section, body } => {
@@ -74,21 +71,18 @@ pub(super) fn section_span(id: &DocId, text: &str, heading: &str) -> Result<Sect
     let lines_before = line_ending::count_breaks(split.head);
     match sections::find_section(split.body, heading) {
         SectionLookup::Found(span) => Ok(span),
-        SectionLookup::NotFound { headings } => Err(MemoryError::InvalidArgument {
-            argument: "section",
-            what: format!("no heading {heading:?} in {id} (headings: {})", headings.join(", ")),
-        }),
-        SectionLookup::Ambiguous { candidates } => Err(MemoryError::InvalidArgument {
-            argument: "section",
-            what: format!(
-                "{heading:?} is ambiguous in {id}: {}",
-                candidates
-                    .iter()
-                    .map(|(line, h)| format!("line {}: {h}", line + lines_before))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        SectionLookup::NotFound { headings } => {
+            Err(Refusal::SectionNotFound { id: id.clone(), heading: heading.to_owned(), headings }.into())
+        }
+        SectionLookup::Ambiguous { candidates } => Err(Refusal::SectionAmbiguous {
+            id: id.clone(),
+            heading: heading.to_owned(),
+            candidates: candidates
+                .iter()
+                .map(|(line, h)| format!("line {}: {h}", line + lines_before))
+                .collect(),
+        }
+        .into()),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::answer::push_warning;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter::{self, Scope, Status};
+use crate::refusal::Refusal;
 
 /// A lifecycle change; `None` fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,28 +24,26 @@ impl Memory {
     /// Deprecated and superseded memory leaves search and packs but stays in
     /// the tree.
     pub fn set_lifecycle(&self, id: &DocId, change: &Lifecycle, why: &str) -> Result<String, MemoryError> {
-        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
         let why = why.trim();
         if why.is_empty() {
-            return Err(invalid("why", "empty: say why the memory changes".to_owned()));
+            return Err(Refusal::NoReason.into());
         }
         if let Some(p) = change.priority
             && !(0.0..=1.0).contains(&p)
         {
-            return Err(invalid("priority", format!("{p} is not from 0 to 1")));
+            return Err(Refusal::PriorityOutOfRange { priority: p }.into());
         }
         if let Some(expires) = &change.expires
             && !crate::date::is_date_prefix(expires)
         {
-            let shown: String = expires.chars().take(40).collect();
-            return Err(invalid("expires", format!("{shown:?} is not a date (YYYY-MM-DD)")));
+            return Err(Refusal::NotADate { shown: expires.chars().take(40).collect() }.into());
         }
         if let Some(new) = &change.superseded_by {
             if new == id {
-                return Err(invalid("superseded_by", "a document cannot supersede itself".to_owned()));
+                return Err(Refusal::SupersedesItself.into());
             }
             if self.storage.stamp(new)?.is_none() {
-                return Err(invalid("superseded_by", format!("{new} not found")));
+                return Err(Refusal::SuccessorNotFound { successor: new.clone() }.into());
             }
         }
         let status = change.superseded_by.as_ref().map(|_| Status::Deprecated).or(change.status);
@@ -68,10 +67,7 @@ impl Memory {
             keys.push(("expires", Some(expires.clone())));
         }
         if keys.len() == 1 {
-            return Err(invalid(
-                "status",
-                "nothing to change: give status, scope, priority, expires or superseded_by".to_owned(),
-            ));
+            return Err(Refusal::NothingToChange.into());
         }
         let described: Vec<String> =
             keys[1..].iter().map(|(k, v)| format!("{k}: {}", v.as_deref().unwrap_or("(removed)"))).collect();

@@ -3,21 +3,20 @@
 
 use super::Memory;
 use crate::answer::MoveOutcome;
-use crate::cite::join;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter;
 use crate::line_ending;
 use crate::links::{self, parse_links};
+use crate::refusal::{Refusal, Subject};
 use crate::storage::{Change, LockMode};
 
 impl Memory {
     /// Moves `id` and its subtree under `new_parent` in one atomic change:
     /// the link leaves the old parent and is added at the end of the new one.
     pub fn move_document(&self, id: &DocId, new_parent: &DocId) -> Result<MoveOutcome, MemoryError> {
-        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
         if id.is_root() {
-            return Err(invalid("id", "root cannot move".to_owned()));
+            return Err(Refusal::RootCannotMove.into());
         }
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
@@ -26,24 +25,16 @@ impl Memory {
             return Err(MemoryError::NotFound { id: id.clone() });
         }
         if !tree.contains(new_parent) {
-            return Err(invalid("new_parent", "not found".to_owned()));
+            return Err(Refusal::Missing(Subject::NewParent).into());
         }
         if new_parent == id || tree.is_ancestor(id, new_parent) {
-            return Err(invalid(
-                "new_parent",
-                format!("{new_parent} is in the subtree of {id}; that would make a cycle"),
-            ));
+            return Err(Refusal::WouldCycle { id: id.clone(), new_parent: new_parent.clone() }.into());
         }
         let old_parent = match tree.parents(id) {
             [parent] => parent.clone(),
-            [] => {
-                return Err(invalid("id", format!("{id} has no parent (an orphan; see `memtree validate`)")));
-            }
+            [] => return Err(Refusal::NoParent { id: id.clone() }.into()),
             several => {
-                return Err(invalid(
-                    "id",
-                    format!("{id} is linked from several documents: {}", join(several)),
-                ));
+                return Err(Refusal::SeveralParents { id: id.clone(), parents: several.to_vec() }.into());
             }
         };
         if &old_parent == new_parent {
@@ -54,7 +45,7 @@ impl Memory {
                 warning: None,
             });
         }
-        self.check_depth("new_parent", id, tree.depth(new_parent) + 1 + tree.height(id))?;
+        self.check_depth(Subject::NewParent, id, tree.depth(new_parent) + 1 + tree.height(id))?;
         let old_text = self.read_existing(&old_parent)?;
         let split = front_matter::split(&old_text);
         let without = links::remove_links_to(split.body, id);
@@ -63,12 +54,7 @@ impl Memory {
         // indented line) it can change what the rest means.
         let expected: Vec<DocId> = parse_links(split.body).ids.into_iter().filter(|l| l != id).collect();
         if parse_links(&without).ids != expected {
-            return Err(invalid(
-                "id",
-                format!(
-                    "the link to {id} in {old_parent} cannot be taken out cleanly; edit {old_parent} first"
-                ),
-            ));
+            return Err(Refusal::LinkTangled { id: id.clone(), parent: old_parent }.into());
         }
         let old_parent_text = format!("{}{without}", split.head);
         let new_parent_text =

@@ -10,6 +10,7 @@ use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
 use crate::front_matter;
 use crate::line_ending::{self, LineEnding};
+use crate::refusal::{Refusal, Subject};
 use crate::remember;
 use crate::sections::{self, SectionLookup};
 use crate::storage::LockMode;
@@ -79,21 +80,17 @@ impl Memory {
         place: &FactPlace<'_>,
         mode: remember::Mode,
     ) -> Result<Remembered, MemoryError> {
-        let invalid = |argument, what: &str| MemoryError::InvalidArgument { argument, what: what.to_owned() };
         if fact.trim().is_empty() {
-            return Err(invalid("content", "empty"));
+            return Err(Refusal::Empty(Subject::Content).into());
         }
         let section = place.section.map_or("", |s| s.trim().trim_start_matches('#').trim());
         if section.chars().any(char::is_control) {
-            return Err(invalid(
-                "section",
-                "must be one line of text (no line breaks or control characters)",
-            ));
+            return Err(Refusal::SectionNotOneLine.into());
         }
         let section = if section.is_empty() { "Notes" } else { section };
         let parent = place.parent.cloned().unwrap_or_else(DocId::root);
         if !self.exists(&parent)? {
-            return Err(invalid("parent", "not found"));
+            return Err(Refusal::Missing(Subject::Parent).into());
         }
         let target = match place.document {
             Some(id) => id.clone(),

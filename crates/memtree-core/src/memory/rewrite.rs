@@ -11,6 +11,7 @@ use crate::error::MemoryError;
 use crate::front_matter::{self, FrontMatter};
 use crate::links::parse_links;
 use crate::merge;
+use crate::refusal::Subject;
 use crate::secrets;
 use crate::storage::{Change, LockMode};
 
@@ -105,7 +106,7 @@ impl Memory {
         }
 
         if let Some(first) = created.first() {
-            self.check_depth("content", first, self.depth(id)? + 1)?;
+            self.check_depth(Subject::Content, first, self.depth(id)? + 1)?;
         }
         let removed: Vec<&DocId> = old_links.iter().filter(|l| !new_set.contains(l)).collect();
         let deleted = if removed.is_empty() { Vec::new() } else { self.prunable(id, &removed, &new_set)? };
@@ -137,8 +138,7 @@ impl Memory {
         merged: &mut Option<Vec<String>>,
     ) -> Result<String, MemoryError> {
         if let Some(base) = base {
-            merge::check_version(base)
-                .map_err(|what| MemoryError::InvalidArgument { argument: "base", what })?;
+            merge::check_version(base)?;
         }
         let Some(base) = base.filter(|b| *b != merge::version(stored)) else {
             return make(stored);

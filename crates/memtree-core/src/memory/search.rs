@@ -10,6 +10,7 @@ use crate::error::MemoryError;
 use crate::front_matter::Scope;
 use crate::index::{Found, Hit, SearchRequest};
 use crate::pack::{self, Pack};
+use crate::refusal::{Refusal, Subject};
 
 impl Memory {
     /// Ranked passages for a plain-words query; every hit is checked against
@@ -23,7 +24,7 @@ impl Memory {
     ) -> Result<Vec<Hit>, MemoryError> {
         let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
         if query.trim().is_empty() {
-            return Err(MemoryError::InvalidArgument { argument: "query", what: "empty".to_owned() });
+            return Err(Refusal::Empty(Subject::Query).into());
         }
         if let Some(under) = under
             && self.storage.stamp(under)?.is_none()
@@ -128,13 +129,10 @@ pub(crate) const PACK_CANDIDATES: usize = 40;
 /// empty.
 pub(crate) fn check_pack_request(task: &str, budget: usize) -> Result<(), MemoryError> {
     if !(50..=100_000).contains(&budget) {
-        return Err(MemoryError::InvalidArgument {
-            argument: "budget",
-            what: format!("{budget} tokens; give 50 to 100000"),
-        });
+        return Err(Refusal::BudgetOutOfRange { budget }.into());
     }
     if task.trim().is_empty() {
-        return Err(MemoryError::InvalidArgument { argument: "task", what: "empty".to_owned() });
+        return Err(Refusal::Empty(Subject::Task).into());
     }
     Ok(())
 }

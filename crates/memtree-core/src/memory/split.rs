@@ -13,6 +13,7 @@ use crate::front_matter;
 use crate::l0;
 use crate::line_ending::LineEnding;
 use crate::links::parse_links;
+use crate::refusal::{PlanConflict, Refusal, Subject};
 use crate::sections;
 use crate::storage::{Change, LockMode};
 
@@ -37,7 +38,7 @@ impl Memory {
         id: &DocId,
         plan: Option<&[(DocId, Vec<String>)]>,
     ) -> Result<SplitOutcome, MemoryError> {
-        let invalid = |argument, what: String| MemoryError::InvalidArgument { argument, what };
+        let conflict = |c: PlanConflict| MemoryError::from(Refusal::Plan(c));
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
         let text = self.read_existing(id)?;
@@ -45,7 +46,7 @@ impl Memory {
         let split = front_matter::split(&text);
         let tops = sections::top_sections(split.body);
         if tops.sections.is_empty() {
-            return Err(invalid("id", format!("{id} has no sections to split along")));
+            return Err(Refusal::NoSections { id: id.clone() }.into());
         }
         // (child id, title, body) of each new document; the rest stays.
         let mut children: Vec<(DocId, String, String)> = Vec::new();
@@ -67,21 +68,21 @@ impl Memory {
                 }
                 for (child, headings) in plan {
                     if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
-                        return Err(invalid("plan", format!("{child} already exists")));
+                        return Err(conflict(PlanConflict::ChildExists { child: child.clone() }));
                     }
                     for h in headings {
                         if occurs.get(h.as_str()) != Some(&1) {
-                            let names: Vec<&str> = tops.sections.iter().map(|(t, _)| t.as_str()).collect();
-                            return Err(invalid(
-                                "plan",
-                                format!("no single section {h:?} (sections: {})", names.join(", ")),
-                            ));
+                            return Err(conflict(PlanConflict::NoSingleSection {
+                                heading: h.clone(),
+                                sections: tops.sections.iter().map(|(t, _)| t.clone()).collect(),
+                            }));
                         }
                         if let Some(other) = assigned.insert(h.as_str(), child) {
-                            return Err(invalid(
-                                "plan",
-                                format!("section {h:?} is given to both {other} and {child}"),
-                            ));
+                            return Err(conflict(PlanConflict::SectionTwice {
+                                heading: h.clone(),
+                                first: other.clone(),
+                                second: child.clone(),
+                            }));
                         }
                     }
                 }
@@ -140,10 +141,7 @@ impl Memory {
             }
             for link in links {
                 if let Some(first) = owner.insert(link.clone(), doc.clone()) {
-                    return Err(invalid(
-                        "plan",
-                        format!("[[{link}]] would be linked from both {first} and {doc}"),
-                    ));
+                    return Err(conflict(PlanConflict::LinkedTwice { link, first, second: doc.clone() }));
                 }
                 if new_children.contains(&link) {
                     continue;
@@ -161,7 +159,7 @@ impl Memory {
             let tree = self.tree_unlocked()?.0;
             let depth = tree.depth(id) + 2;
             for link in &moved_down {
-                self.check_depth("id", link, depth + tree.height(link))?;
+                self.check_depth(Subject::Id, link, depth + tree.height(link))?;
             }
         }
         puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
@@ -190,10 +188,7 @@ impl Memory {
         for n in 1.. {
             let candidate = if n == 1 { format!("{prefix}{base}") } else { format!("{prefix}{base}_{n}") };
             let Ok(id) = DocId::parse(&candidate) else {
-                return Err(MemoryError::InvalidArgument {
-                    argument: "id",
-                    what: format!("no room for a child id under {prefix}"),
-                });
+                return Err(Refusal::NoRoomForId { prefix }.into());
             };
             let free = !taken.contains(&id.folded())
                 && self.storage.stamp(&id)?.is_none()

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use super::Memory;
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
+use crate::refusal::Subject;
 use crate::tree::Tree;
 
 /// Documents reachable from `roots` through documents that are `allowed`.
@@ -103,15 +104,10 @@ impl Memory {
 
     /// Refuses to put `id` (or the deepest document it brings) `depth`
     /// levels below root when that is over the limit.
-    pub(super) fn check_depth(
-        &self,
-        argument: &'static str,
-        id: &DocId,
-        depth: usize,
-    ) -> Result<(), MemoryError> {
+    pub(super) fn check_depth(&self, subject: Subject, id: &DocId, depth: usize) -> Result<(), MemoryError> {
         let limit = self.settings.max_depth;
         if depth > limit {
-            return Err(MemoryError::TooDeep { argument, id: id.clone(), depth, limit });
+            return Err(MemoryError::TooDeep { subject, id: id.clone(), depth, limit });
         }
         Ok(())
     }

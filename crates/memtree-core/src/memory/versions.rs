@@ -11,6 +11,7 @@ use crate::error::MemoryError;
 use crate::front_matter;
 use crate::history::{History, Version};
 use crate::links::parse_links;
+use crate::refusal::Refusal;
 use crate::storage::LockMode;
 
 impl Memory {
@@ -47,7 +48,6 @@ impl Memory {
         let history = self.history_backend()?;
         self.flush_history(Some(std::slice::from_ref(id)))?;
         let exists = self.storage.stamp(id)?.is_some();
-        let invalid = |what: String| MemoryError::InvalidArgument { argument: "version", what };
         let version = match version {
             Some(v) => v.to_owned(),
             None => {
@@ -58,13 +58,13 @@ impl Memory {
                     Some(v) if exists => v.version.clone(),
                     // Pruned in `v`: as it was just before.
                     Some(v) => format!("{}^", v.version),
-                    None => return Err(invalid(format!("{id} has no earlier version"))),
+                    None => return Err(Refusal::NoEarlierVersion { id: id.clone() }.into()),
                 }
             }
         };
         let text = history
             .read_at(&version, id)?
-            .ok_or_else(|| invalid(format!("{id} did not exist in {version}")))?;
+            .ok_or_else(|| Refusal::NotInVersion { id: id.clone(), version: version.clone() })?;
         let label = format!("restore {id} from {version}");
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
@@ -122,12 +122,9 @@ impl Memory {
             };
             for link in links(&text) {
                 if self.storage.stamp(&link)?.is_some() {
-                    return Err(MemoryError::InvalidArgument {
-                        argument: "version",
-                        what: format!(
-                            "{child} linked {link} in {version}, which is elsewhere now; move it first"
-                        ),
-                    });
+                    return Err(
+                        Refusal::LinkedElsewhereNow { child, link, version: version.to_owned() }.into()
+                    );
                 }
                 stack.push(link);
             }
@@ -162,10 +159,7 @@ impl Memory {
             .map(|(parent, _)| parent)
             .unwrap_or_else(DocId::root);
         if self.storage.stamp(&parent)?.is_none() {
-            return Err(MemoryError::InvalidArgument {
-                argument: "id",
-                what: format!("its parent {parent} is gone too; restore {parent} first"),
-            });
+            return Err(Refusal::ParentGone { parent }.into());
         }
         Ok(parent)
     }
