@@ -129,7 +129,7 @@ impl MemoryError {
             MemoryError::Storage(_)
                 | MemoryError::Index(_)
                 | MemoryError::NoIndex
-                | MemoryError::History(HistoryError::Backend(_) | HistoryError::Busy(_))
+                | MemoryError::History(HistoryError::Backend { .. } | HistoryError::Busy(_))
         )
     }
 

@@ -52,12 +52,14 @@ pub fn render(versions: &[Version]) -> String {
 pub enum HistoryError {
     #[error("no version {0:?}")]
     UnknownVersion(String),
-    #[error("{0}")]
-    Backend(String),
+    /// The backend failed at `op` (a few words: "read blob"); `source` is
+    /// its own error, kept so that a caller can tell what failed beneath.
+    #[error("{op}: {source}")]
+    Backend { op: &'static str, source: Box<dyn std::error::Error + Send + Sync> },
     /// A lock another program holds for a moment (a git command run in the
     /// store): the work is kept and done later.
     #[error("{0}")]
-    Busy(String),
+    Busy(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A record prepared for a change not yet applied.

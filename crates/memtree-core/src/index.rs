@@ -159,8 +159,10 @@ pub struct IndexStats {
 
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    #[error("index {location}: {reason}")]
-    Backend { location: String, reason: String },
+    /// `source` is the backend's own error, kept so that a caller can tell
+    /// what failed beneath.
+    #[error("index {location}: {source}")]
+    Backend { location: String, source: Box<dyn std::error::Error + Send + Sync> },
 }
 
 /// A full-text index of passages with document metadata, links and usage.

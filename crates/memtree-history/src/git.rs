@@ -52,7 +52,7 @@ const BATCH: usize = 16;
 
 /// When queued changes are committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commit {
+pub enum CommitTiming {
     /// Inside the write (one-shot commands that exit right after).
     AtOnce,
     /// By a background thread, shortly after the write (servers).
@@ -63,7 +63,7 @@ pub struct GitHistory {
     root: PathBuf,
     queue: Queue,
     lock_path: PathBuf,
-    mode: Commit,
+    mode: CommitTiming,
     /// Documents committed since the git index last followed.
     unindexed: Mutex<BTreeSet<DocId>>,
     /// Why the last attempt to commit failed, until one succeeds.
@@ -71,14 +71,28 @@ pub struct GitHistory {
     wake: Arc<(Mutex<bool>, Condvar)>,
 }
 
-/// A history error from whatever failed: a git lock held by another
-/// program is [`HistoryError::Busy`], which passes.
-pub(crate) fn backend(error: impl std::fmt::Display + 'static) -> HistoryError {
-    let any: &dyn std::any::Any = &error;
-    match any.downcast_ref::<git2::Error>() {
-        Some(git) if git.code() == git2::ErrorCode::Locked => HistoryError::Busy(error.to_string()),
-        _ => HistoryError::Backend(error.to_string()),
+/// The history error of `op` failing, which keeps the error beneath as
+/// its source: a git lock held by another program is
+/// [`HistoryError::Busy`], which passes.
+pub(crate) fn backend<E>(op: &'static str) -> impl FnOnce(E) -> HistoryError
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    move |error| {
+        let source = error.into();
+        match source.downcast_ref::<git2::Error>() {
+            Some(git) if git.code() == git2::ErrorCode::Locked => HistoryError::Busy(source),
+            _ => HistoryError::Backend { op, source },
+        }
     }
+}
+
+/// A `.git` that does not open, named: it may be the user's, to repair.
+#[derive(Debug, thiserror::Error)]
+#[error("{} is damaged: {}", .path.display(), .source.message())]
+struct Damaged {
+    path: PathBuf,
+    source: git2::Error,
 }
 
 fn path_of(id: &DocId) -> String {
@@ -92,7 +106,7 @@ fn id_of(path: &Path) -> Option<DocId> {
 impl GitHistory {
     /// The history of the store at `root` (its `.memtree/` folder exists).
     /// The repository is created at the first commit.
-    pub fn open(root: &Path, mode: Commit) -> Arc<GitHistory> {
+    pub fn open(root: &Path, mode: CommitTiming) -> Arc<GitHistory> {
         // libgit2 keeps up to 256 MiB of parsed objects by default; the
         // trees of a large flat store would pile up in every server.
         git2::opts::enable_caching(false);
@@ -109,7 +123,7 @@ impl GitHistory {
             tracing::error!(%error, "the history queue's folders cannot be repaired");
         }
         history.begin();
-        if mode == Commit::InBackground {
+        if mode == CommitTiming::InBackground {
             let weak = Arc::downgrade(&history);
             let wake = Arc::clone(&history.wake);
             std::thread::Builder::new()
@@ -165,8 +179,8 @@ impl GitHistory {
                 }
                 _ => Err(e),
             })
-            .map_err(backend)?;
-        lock.lock().map_err(backend)?;
+            .map_err(backend("open history lock"))?;
+        lock.lock().map_err(backend("take history lock"))?;
         let mut tries = 0;
         loop {
             self.clear_stale_locks();
@@ -223,14 +237,15 @@ impl GitHistory {
         let repo = match Repository::open(&self.root) {
             Ok(repo) => repo,
             Err(error) if fs::symlink_metadata(&git).is_ok() => {
-                return Err(backend(format!("{} is damaged: {}", git.display(), error.message())));
+                return Err(backend("open repository")(Damaged { path: git, source: error }));
             }
             Err(_) => {
-                let repo = Repository::init(&self.root).map_err(backend)?;
+                let repo = Repository::init(&self.root).map_err(backend("create repository"))?;
                 // memtree's own state and namespace trees are not documents.
                 let exclude = self.root.join(".git").join("info").join("exclude");
-                fs::create_dir_all(exclude.parent().expect("has a parent")).map_err(backend)?;
-                fs::write(&exclude, "/.memtree/\n/@*/\n").map_err(backend)?;
+                fs::create_dir_all(exclude.parent().expect("has a parent"))
+                    .map_err(backend("create .git/info"))?;
+                fs::write(&exclude, "/.memtree/\n/@*/\n").map_err(backend("write .git/info/exclude"))?;
                 repo
             }
         };
@@ -238,14 +253,15 @@ impl GitHistory {
     }
 
     fn signature() -> Result<Signature<'static>, HistoryError> {
-        Signature::now("memtree", "memtree@localhost").map_err(backend)
+        Signature::now("memtree", "memtree@localhost").map_err(backend("make signature"))
     }
 
     /// Commits up to [`BATCH`] queued records, oldest first, in one round.
     /// Returns the documents they touched and the records done.
     fn drain(&self, repo: &Repository) -> Result<(Vec<DocId>, Vec<u128>), HistoryError> {
         let (mut touched, mut done) = (Vec::new(), Vec::new());
-        let names: Vec<u128> = self.queue.names().map_err(backend)?.into_iter().take(BATCH).collect();
+        let names: Vec<u128> =
+            self.queue.names().map_err(backend("list queued changes"))?.into_iter().take(BATCH).collect();
         if names.is_empty() {
             return Ok((touched, done));
         }
@@ -265,11 +281,15 @@ impl GitHistory {
                 }
             };
             let repo = round.repo();
-            let base = round.tip()?.ok_or_else(|| backend("no commit to follow"))?.tree().map_err(backend)?;
+            let base = round
+                .tip()?
+                .ok_or_else(|| backend("find parent commit")("no commit to follow"))?
+                .tree()
+                .map_err(backend("read tree"))?;
             let mut update = TreeUpdateBuilder::new();
             let (mut added, mut changed) = (Vec::new(), Vec::new());
             for (id, text) in &record.puts {
-                let blob = repo.blob(text.as_bytes()).map_err(backend)?;
+                let blob = repo.blob(text.as_bytes()).map_err(backend("write blob"))?;
                 let before = base.get_path(Path::new(&path_of(id))).ok().map(|e| e.id());
                 match before {
                     Some(old) if old == blob => continue,
@@ -285,20 +305,21 @@ impl GitHistory {
                     deleted.push(id.clone());
                 }
             }
-            let tree_id = update.create_updated(repo, &base).map_err(backend)?;
+            let tree_id = update.create_updated(repo, &base).map_err(backend("write tree"))?;
             if tree_id == base.id() {
                 // Nothing to record: the change rewrote documents as they
                 // were, or history began after it (its first commit has it).
                 continue;
             }
-            let tree = repo.find_tree(tree_id).map_err(backend)?;
+            let tree = repo.find_tree(tree_id).map_err(backend("read tree"))?;
             let message = format!(
                 "{}\n\n{}{RECORD_TRAILER}{name}\n",
                 record.label,
                 describe(&added, &changed, &deleted)
             );
             let when = git2::Time::new(record.time, 0);
-            let signature = Signature::new("memtree", "memtree@localhost", &when).map_err(backend)?;
+            let signature =
+                Signature::new("memtree", "memtree@localhost", &when).map_err(backend("make signature"))?;
             round.commit(&signature, &message, &tree)?;
             touched.extend(added.into_iter().chain(changed).chain(deleted));
         }
@@ -313,10 +334,13 @@ impl GitHistory {
             return Ok(());
         }
         let round = Round::open(&self.root, round::PACKED)?;
-        let mut index = round.repo().index().map_err(backend)?;
+        let mut index = round.repo().index().map_err(backend("open git index"))?;
         add_documents(&mut index, None)?;
         {
-            let tree = round.repo().find_tree(index.write_tree().map_err(backend)?).map_err(backend)?;
+            let tree = round
+                .repo()
+                .find_tree(index.write_tree().map_err(backend("write tree"))?)
+                .map_err(backend("read tree"))?;
             let message = match tree_len(&tree)? {
                 1 => "history starts: 1 document\n".to_owned(),
                 n => format!("history starts: {n} documents\n"),
@@ -324,7 +348,7 @@ impl GitHistory {
             round.commit(&Self::signature()?, &message, &tree)?;
         }
         round.finish()?;
-        index.write().map_err(backend)
+        index.write().map_err(backend("write git index"))
     }
 
     /// Brings the git index to the files (`changed` ids, or all) and
@@ -332,15 +356,19 @@ impl GitHistory {
     /// programs.
     fn scan(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
         let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
-        let mut index = round.repo().index().map_err(backend)?;
+        let mut index = round.repo().index().map_err(backend("open git index"))?;
         add_documents(&mut index, changed.map(|ids| (ids, self.root.as_path())))?;
-        let tree_id = index.write_tree().map_err(backend)?;
-        let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend)? else {
+        let tree_id = index.write_tree().map_err(backend("write tree"))?;
+        let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend("read tree"))?
+        else {
             return Ok(()); // The first drain commits everything.
         };
         if base.id() != tree_id {
-            let tree = round.repo().find_tree(tree_id).map_err(backend)?;
-            let diff = round.repo().diff_tree_to_tree(Some(&base), Some(&tree), None).map_err(backend)?;
+            let tree = round.repo().find_tree(tree_id).map_err(backend("read tree"))?;
+            let diff = round
+                .repo()
+                .diff_tree_to_tree(Some(&base), Some(&tree), None)
+                .map_err(backend("diff trees"))?;
             let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
             for delta in diff.deltas() {
                 let path = delta.new_file().path().or(delta.old_file().path());
@@ -357,7 +385,7 @@ impl GitHistory {
         drop(base);
         // The index names the round's blobs: written once they are.
         round.finish()?;
-        index.write().map_err(backend)
+        index.write().map_err(backend("write git index"))
     }
 
     fn resolve<'r>(repo: &'r Repository, version: &str) -> Result<git2::Commit<'r>, HistoryError> {
@@ -377,9 +405,9 @@ impl GitHistory {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut index = repo.index().map_err(backend)?;
+        let mut index = repo.index().map_err(backend("open git index"))?;
         add_documents(&mut index, Some((&ids, &self.root)))?;
-        index.write().map_err(backend)
+        index.write().map_err(backend("write git index"))
     }
 }
 
@@ -391,20 +419,22 @@ fn add_documents(index: &mut git2::Index, only: Option<(&[DocId], &Path)>) -> Re
             for id in ids {
                 let path = PathBuf::from(path_of(id));
                 if root.join(&path).is_file() {
-                    index.add_path(&path).map_err(backend)?;
+                    index.add_path(&path).map_err(backend("add to git index"))?;
                 } else {
                     match index.remove_path(&path) {
                         Ok(()) => {}
                         Err(e) if e.code() == git2::ErrorCode::NotFound => {}
-                        Err(e) => return Err(backend(e)),
+                        Err(e) => return Err(backend("remove from git index")(e)),
                     }
                 }
             }
         }
         None => {
             let mut only_ids = |path: &Path, _: &[u8]| i32::from(id_of(path).is_none());
-            index.add_all(["*.md"], IndexAddOption::DEFAULT, Some(&mut only_ids)).map_err(backend)?;
-            index.update_all(["*.md"], None).map_err(backend)?;
+            index
+                .add_all(["*.md"], IndexAddOption::DEFAULT, Some(&mut only_ids))
+                .map_err(backend("add to git index"))?;
+            index.update_all(["*.md"], None).map_err(backend("update git index"))?;
         }
     }
     Ok(())
@@ -427,9 +457,9 @@ fn recent_records(tip: Option<git2::Commit<'_>>) -> Result<std::collections::Has
 
 pub(crate) fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, HistoryError> {
     match repo.head() {
-        Ok(head) => head.peel_to_commit().map(Some).map_err(backend),
+        Ok(head) => head.peel_to_commit().map(Some).map_err(backend("read HEAD commit")),
         Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => Ok(None),
-        Err(e) => Err(backend(e)),
+        Err(e) => Err(backend("read HEAD")(e)),
     }
 }
 
@@ -439,7 +469,7 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
         count += usize::from(entry.kind() == Some(ObjectType::Blob));
         git2::TreeWalkResult::Ok
     })
-    .map_err(backend)?;
+    .map_err(backend("walk tree"))?;
     Ok(count)
 }
 
@@ -506,8 +536,8 @@ impl GitHistory {
     /// Commits confirmed records now, or wakes the committer.
     fn committed(&self) -> Result<(), HistoryError> {
         match self.mode {
-            Commit::AtOnce => self.flush(Some(&[])),
-            Commit::InBackground => {
+            CommitTiming::AtOnce => self.flush(Some(&[])),
+            CommitTiming::InBackground => {
                 let (pending, signal) = &*self.wake;
                 *pending.lock().unwrap_or_else(|e| e.into_inner()) = true;
                 signal.notify_one();
@@ -519,35 +549,35 @@ impl GitHistory {
 
 impl History for GitHistory {
     fn prepare(&self, change: &Change) -> Result<Prepared, HistoryError> {
-        self.queue.prepare(change).map(Prepared).map_err(backend)
+        self.queue.prepare(change).map(Prepared).map_err(backend("queue change"))
     }
 
     fn confirm(&self, record: Prepared) -> Result<(), HistoryError> {
-        self.queue.confirm(record.0).map_err(backend)?;
+        self.queue.confirm(record.0).map_err(backend("confirm queued change"))?;
         self.committed()
     }
 
     fn abandon(&self, record: Prepared) -> Result<(), HistoryError> {
-        self.queue.abandon(record.0).map_err(backend)
+        self.queue.abandon(record.0).map_err(backend("drop queued change"))
     }
 
     fn has_unsettled(&self) -> Result<bool, HistoryError> {
-        Ok(!self.queue.prepared().map_err(backend)?.is_empty())
+        Ok(!self.queue.prepared().map_err(backend("list prepared changes"))?.is_empty())
     }
 
     fn settle(&self, applied: &dyn Fn(&Change) -> bool) -> Result<(), HistoryError> {
         let mut confirmed = false;
-        for name in self.queue.prepared().map_err(backend)? {
+        for name in self.queue.prepared().map_err(backend("list prepared changes"))? {
             let keep = self
                 .queue
                 .read_prepared(name)
                 .is_ok_and(|r| applied(&Change { puts: r.puts, deletes: r.deletes, label: r.label }));
             tracing::warn!(name, applied = keep, "settling a change a killed process was making");
             if keep {
-                self.queue.confirm(name).map_err(backend)?;
+                self.queue.confirm(name).map_err(backend("confirm queued change"))?;
                 confirmed = true;
             } else {
-                self.queue.abandon(name).map_err(backend)?;
+                self.queue.abandon(name).map_err(backend("drop queued change"))?;
             }
         }
         if confirmed { self.committed() } else { Ok(()) }
@@ -559,7 +589,7 @@ impl History for GitHistory {
                 let (touched, done) = self.drain(repo)?;
                 self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(touched);
                 for name in &done {
-                    self.queue.remove(*name).map_err(backend)?;
+                    self.queue.remove(*name).map_err(backend("remove queued change"))?;
                 }
                 if done.len() < BATCH {
                     break;
@@ -568,7 +598,7 @@ impl History for GitHistory {
             match changed {
                 // A server brings the git index along when idle, not
                 // between writes.
-                Some([]) if self.mode == Commit::InBackground => {}
+                Some([]) if self.mode == CommitTiming::InBackground => {}
                 Some([]) => self.sync_index(repo)?,
                 other => {
                     self.sync_index(repo)?;
@@ -587,15 +617,17 @@ impl History for GitHistory {
             if head_commit(repo)?.is_none() {
                 return Ok(versions);
             }
-            let mut walk = repo.revwalk().map_err(backend)?;
-            walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend)?;
-            walk.push_head().map_err(backend)?;
+            let mut walk = repo.revwalk().map_err(backend("walk history"))?;
+            walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend("walk history"))?;
+            walk.push_head().map_err(backend("walk history"))?;
             let path = id.map(|id| PathBuf::from(path_of(id)));
             for oid in walk {
                 if versions.len() >= limit {
                     break;
                 }
-                let commit = repo.find_commit(oid.map_err(backend)?).map_err(backend)?;
+                let commit = repo
+                    .find_commit(oid.map_err(backend("walk history"))?)
+                    .map_err(backend("read commit"))?;
                 let entry = |c: &git2::Commit<'_>, p: &Path| -> Option<Oid> {
                     c.tree().ok()?.get_path(p).ok().map(|e| e.id())
                 };
@@ -626,9 +658,9 @@ impl History for GitHistory {
 
     fn read_at(&self, version: &str, id: &DocId) -> Result<Option<String>, HistoryError> {
         self.with_repo(|repo| {
-            let tree = Self::resolve(repo, version)?.tree().map_err(backend)?;
+            let tree = Self::resolve(repo, version)?.tree().map_err(backend("read tree"))?;
             let Ok(entry) = tree.get_path(Path::new(&path_of(id))) else { return Ok(None) };
-            let blob = repo.find_blob(entry.id()).map_err(backend)?;
+            let blob = repo.find_blob(entry.id()).map_err(backend("read blob"))?;
             Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
         })
     }
@@ -640,7 +672,7 @@ impl History for GitHistory {
     fn check(&self) -> Result<(), HistoryProblem> {
         let checked = self.with_repo(|repo| {
             if let Some(head) = head_commit(repo)? {
-                head.tree().map_err(backend)?;
+                head.tree().map_err(backend("read tree"))?;
             }
             Ok(())
         });
@@ -656,9 +688,11 @@ impl History for GitHistory {
     fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError> {
         self.with_repo(|repo| {
             let commit = Self::resolve(repo, version)?;
-            let tree = commit.tree().map_err(backend)?;
-            let parent = commit.parent(0).ok().map(|p| p.tree()).transpose().map_err(backend)?;
-            let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), None).map_err(backend)?;
+            let tree = commit.tree().map_err(backend("read tree"))?;
+            let parent =
+                commit.parent(0).ok().map(|p| p.tree()).transpose().map_err(backend("read parent tree"))?;
+            let diff =
+                repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), None).map_err(backend("diff trees"))?;
             let mut out = BTreeSet::new();
             for delta in diff.deltas() {
                 let Some(id) = delta.old_file().path().or(delta.new_file().path()).and_then(id_of) else {
@@ -668,7 +702,7 @@ impl History for GitHistory {
                 let text = if old.is_zero() {
                     None
                 } else {
-                    let blob = repo.find_blob(old).map_err(backend)?;
+                    let blob = repo.find_blob(old).map_err(backend("read blob"))?;
                     Some(String::from_utf8_lossy(blob.content()).into_owned())
                 };
                 out.insert((id, text));
@@ -683,7 +717,7 @@ mod tests {
     use super::*;
 
     /// A store whose root holds `root` (none: no root), with its history.
-    fn store(root: Option<&str>, mode: Commit) -> (tempfile::TempDir, Arc<GitHistory>) {
+    fn store(root: Option<&str>, mode: CommitTiming) -> (tempfile::TempDir, Arc<GitHistory>) {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join(".memtree")).unwrap();
         if let Some(text) = root {
@@ -717,8 +751,31 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_error_keeps_its_git_cause() {
+        let (dir, history) = store(Some("# v1\n"), CommitTiming::AtOnce);
+        // A `.git` whose objects were lost: it opens, but HEAD names nothing.
+        let objects = dir.path().join(".git").join("objects");
+        fs::remove_dir_all(&objects).unwrap();
+        fs::create_dir(&objects).unwrap();
+        let error = history.log(None, 10).unwrap_err();
+        assert!(matches!(error, HistoryError::Backend { op: "read HEAD commit", .. }), "{error:?}");
+        let cause = std::error::Error::source(&error).expect("a cause");
+        assert!(cause.downcast_ref::<git2::Error>().is_some(), "{cause:?}");
+        assert_eq!(error.to_string(), format!("read HEAD commit: {cause}"));
+    }
+
+    #[test]
+    fn a_git_lock_held_elsewhere_is_busy_and_keeps_its_cause() {
+        let locked = git2::Error::new(git2::ErrorCode::Locked, git2::ErrorClass::Index, "index.lock exists");
+        let error = backend("write git index")(locked);
+        assert!(matches!(error, HistoryError::Busy(_)), "{error:?}");
+        let cause = std::error::Error::source(&error).expect("a cause");
+        assert!(cause.downcast_ref::<git2::Error>().is_some_and(|git| git.code() == git2::ErrorCode::Locked));
+    }
+
+    #[test]
     fn a_record_committed_just_before_a_crash_is_not_committed_twice() {
-        let (dir, history) = store(Some("# v1\n"), Commit::AtOnce);
+        let (dir, history) = store(Some("# v1\n"), CommitTiming::AtOnce);
         fs::write(dir.path().join("root.md"), "# v2\n").unwrap();
         let name = queue(&history, &root_change("# v2\n".into(), "update root".into()));
         let record = fs::read(history.queue.path(name)).unwrap();
@@ -736,7 +793,7 @@ mod tests {
 
     #[test]
     fn a_record_torn_by_a_kill_is_dropped_when_settling() {
-        let (_dir, history) = store(None, Commit::AtOnce);
+        let (_dir, history) = store(None, CommitTiming::AtOnce);
         let name = history.queue.prepare(&root_change("# r\n".into(), "update root".into())).unwrap();
         let whole = history.queue.read_prepared(name).unwrap();
         assert_eq!(whole.label, "update root");
@@ -751,7 +808,7 @@ mod tests {
 
     #[test]
     fn packing_keeps_every_version_and_leaves_no_loose_object() {
-        let (dir, history) = store(Some("# v0\n"), Commit::AtOnce);
+        let (dir, history) = store(Some("# v0\n"), CommitTiming::AtOnce);
         for i in 1..=5 {
             let text = format!("# v{i}\n");
             fs::write(dir.path().join("root.md"), &text).unwrap();
@@ -776,7 +833,7 @@ mod tests {
 
     #[test]
     fn many_bursts_leave_a_few_packs_and_every_version() {
-        let (dir, history) = store(Some("# v0\n"), Commit::InBackground);
+        let (dir, history) = store(Some("# v0\n"), CommitTiming::InBackground);
         let objects = dir.path().join(".git/objects");
         let (bursts, size) = (40, round::PACKED);
         let mut most = 0;
@@ -801,7 +858,7 @@ mod tests {
 
     #[test]
     fn a_burst_of_changes_is_one_pack_with_a_commit_each() {
-        let (dir, history) = store(Some("# v0\n"), Commit::InBackground);
+        let (dir, history) = store(Some("# v0\n"), CommitTiming::InBackground);
         let objects = dir.path().join(".git/objects");
         assert_eq!(pack_count(&objects), 1, "the first commit is a pack");
         let burst = round::PACKED + 3;

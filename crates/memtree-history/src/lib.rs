@@ -7,4 +7,4 @@ mod packs;
 mod queue;
 mod round;
 
-pub use git::{Commit, GitHistory};
+pub use git::{CommitTiming, GitHistory};

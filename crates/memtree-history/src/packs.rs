@@ -57,7 +57,7 @@ pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), His
     let mut held = HashSet::new();
     let (mut copied, mut rebuilt) = (Vec::new(), Vec::new());
     for pack in rolled.iter().rev() {
-        let ids = pack.ids().map_err(backend)?;
+        let ids = pack.ids().map_err(backend("read pack index"))?;
         if ids.iter().any(|id| held.contains(id)) {
             rebuilt.push((pack, ids));
         } else {
@@ -69,7 +69,7 @@ pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), His
         // A loose copy of a packed object (written by a process that had
         // not seen the pack yet) is only removed.
         for pack in &packs[rolled.len()..] {
-            held.extend(pack.ids().map_err(backend)?);
+            held.extend(pack.ids().map_err(backend("read pack index"))?);
         }
     }
     let fresh: HashSet<Oid> = loose
@@ -82,11 +82,11 @@ pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), His
         concatenate(repo, &copied)?;
     }
     if !fresh.is_empty() {
-        let mut builder = repo.packbuilder().map_err(backend)?;
+        let mut builder = repo.packbuilder().map_err(backend("start pack"))?;
         for id in &fresh {
-            builder.insert_object(*id, None).map_err(backend)?;
+            builder.insert_object(*id, None).map_err(backend("add object to pack"))?;
         }
-        builder.write(&objects.join("pack"), 0o444).map_err(backend)?;
+        builder.write(&objects.join("pack"), 0o444).map_err(backend("write pack"))?;
     }
     // What was packed has a copy in a new pack now (a pack copied alone
     // was left as it is).
@@ -117,20 +117,20 @@ fn concatenate(repo: &Repository, packs: &[&Pack]) -> Result<(), HistoryError> {
     let mut files = Vec::new();
     for pack in packs {
         let path = pack.stem.with_extension("pack");
-        let mut file = fs::File::open(&path).map_err(backend)?;
+        let mut file = fs::File::open(&path).map_err(backend("open pack"))?;
         let mut header = [0; 12];
-        file.read_exact(&mut header).map_err(backend)?;
+        file.read_exact(&mut header).map_err(backend("read pack"))?;
         if &header[..8] != b"PACK\0\0\0\x02" {
-            return Err(backend(format!("{}: not a version 2 pack", path.display())));
+            return Err(backend("read pack")(format!("{}: not a version 2 pack", path.display())));
         }
         count = count
             .checked_add(u32::from_be_bytes(header[8..].try_into().expect("4 bytes")))
-            .ok_or_else(|| backend("too many objects for one pack"))?;
-        let entries = file.metadata().map_err(backend)?.len().saturating_sub(12 + 20);
+            .ok_or_else(|| backend("concatenate packs")("too many objects for one pack"))?;
+        let entries = file.metadata().map_err(backend("read pack"))?.len().saturating_sub(12 + 20);
         files.push((file, entries));
     }
-    let odb = repo.odb().map_err(backend)?;
-    let mut writer = odb.packwriter().map_err(backend)?;
+    let odb = repo.odb().map_err(backend("open object database"))?;
+    let mut writer = odb.packwriter().map_err(backend("start pack"))?;
     let mut checksum = sha1_smol::Sha1::new();
     let mut put = |bytes: &[u8]| {
         checksum.update(bytes);
@@ -138,21 +138,21 @@ fn concatenate(repo: &Repository, packs: &[&Pack]) -> Result<(), HistoryError> {
     };
     let mut header = b"PACK\0\0\0\x02".to_vec();
     header.extend(count.to_be_bytes());
-    put(&header).map_err(backend)?;
+    put(&header).map_err(backend("write pack"))?;
     let mut buffer = vec![0; 1 << 16];
     for (mut file, entries) in files {
-        file.seek(std::io::SeekFrom::Start(12)).map_err(backend)?;
+        file.seek(std::io::SeekFrom::Start(12)).map_err(backend("read pack"))?;
         let mut left = entries;
         while left > 0 {
             let n = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            file.read_exact(&mut buffer[..n]).map_err(backend)?;
-            put(&buffer[..n]).map_err(backend)?;
+            file.read_exact(&mut buffer[..n]).map_err(backend("read pack"))?;
+            put(&buffer[..n]).map_err(backend("write pack"))?;
             left -= n as u64;
         }
     }
     let digest = checksum.digest().bytes();
-    writer.write_all(&digest).map_err(backend)?;
-    writer.commit().map_err(backend)?;
+    writer.write_all(&digest).map_err(backend("write pack"))?;
+    writer.commit().map_err(backend("finish pack"))?;
     Ok(())
 }
 

@@ -37,11 +37,14 @@ impl Round {
     /// Opens the repository at `root` for a round of about `commits`
     /// commits. The caller holds the history lock.
     pub(crate) fn open(root: &Path, commits: usize) -> Result<Round, HistoryError> {
-        let repo = Repository::open(root).map_err(backend)?;
+        let repo = Repository::open(root).map_err(backend("open repository"))?;
         let packed = commits >= PACKED;
         if packed {
             // The odb owns the backend; the handle is not needed to use it.
-            repo.odb().map_err(backend)?.add_new_mempack_backend(IN_MEMORY).map_err(backend)?;
+            repo.odb()
+                .map_err(backend("open object database"))?
+                .add_new_mempack_backend(IN_MEMORY)
+                .map_err(backend("keep objects in memory"))?;
         }
         let start = head_commit(&repo)?.map(|commit| commit.id());
         Ok(Round { repo, packed, start, tip: Cell::new(start) })
@@ -53,7 +56,7 @@ impl Round {
 
     /// The commit the next one follows: the round's last, or the branch's.
     pub(crate) fn tip(&self) -> Result<Option<git2::Commit<'_>>, HistoryError> {
-        self.tip.get().map(|id| self.repo.find_commit(id)).transpose().map_err(backend)
+        self.tip.get().map(|id| self.repo.find_commit(id)).transpose().map_err(backend("read commit"))
     }
 
     /// Commits `tree` after the tip, without moving the branch yet.
@@ -65,7 +68,10 @@ impl Round {
     ) -> Result<Oid, HistoryError> {
         let parent = self.tip()?;
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        let id = self.repo.commit(None, signature, signature, message, tree, &parents).map_err(backend)?;
+        let id = self
+            .repo
+            .commit(None, signature, signature, message, tree, &parents)
+            .map_err(backend("write commit"))?;
         self.tip.set(Some(id));
         Ok(id)
     }
@@ -79,23 +85,25 @@ impl Round {
             // What the round's commits reach and the branch did not. An
             // object of an older commit (a document written back as it
             // was) comes along again: a roll-up sorts that out.
-            let mut walk = self.repo.revwalk().map_err(backend)?;
-            walk.push(tip).map_err(backend)?;
+            let mut walk = self.repo.revwalk().map_err(backend("walk new commits"))?;
+            walk.push(tip).map_err(backend("walk new commits"))?;
             if let Some(start) = self.start {
-                walk.hide(start).map_err(backend)?;
+                walk.hide(start).map_err(backend("walk new commits"))?;
             }
-            let mut builder = self.repo.packbuilder().map_err(backend)?;
-            builder.insert_walk(&mut walk).map_err(backend)?;
-            builder.write(&self.repo.path().join("objects").join("pack"), 0o444).map_err(backend)?;
+            let mut builder = self.repo.packbuilder().map_err(backend("start pack"))?;
+            builder.insert_walk(&mut walk).map_err(backend("pack new commits"))?;
+            builder
+                .write(&self.repo.path().join("objects").join("pack"), 0o444)
+                .map_err(backend("write pack"))?;
         }
-        let head = self.repo.find_reference("HEAD").map_err(backend)?;
+        let head = self.repo.find_reference("HEAD").map_err(backend("read HEAD"))?;
         // HEAD names the branch, or (checked out by hand) a commit.
-        let branch = head.symbolic_target().map_err(backend)?.unwrap_or("HEAD").to_owned();
+        let branch = head.symbolic_target().map_err(backend("read HEAD"))?.unwrap_or("HEAD").to_owned();
         let log = "memtree: commit";
         match self.start {
             Some(start) => self.repo.reference_matching(&branch, tip, true, start, log).map(drop),
             None => self.repo.reference(&branch, tip, false, log).map(drop),
         }
-        .map_err(backend)
+        .map_err(backend("move branch"))
     }
 }

@@ -7,18 +7,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memtree_core::{DocId, Edit, Memory, MemorySettings};
-use memtree_history::{Commit, GitHistory};
+use memtree_history::{CommitTiming, GitHistory};
 use memtree_store::LocalStorage;
 
 fn id(s: &str) -> DocId {
     DocId::parse(s).unwrap()
 }
 
-fn open(dir: &Path, commit: Commit) -> Memory {
+fn open(dir: &Path, timing: CommitTiming) -> Memory {
     let storage = LocalStorage::open(dir).unwrap();
     Memory::open(Arc::new(storage), MemorySettings::default())
         .unwrap()
-        .with_history(GitHistory::open(dir, commit))
+        .with_history(GitHistory::open(dir, timing))
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -34,7 +34,7 @@ fn messages(memory: &Memory, doc: Option<&str>) -> Vec<String> {
 #[test]
 fn every_change_is_one_commit_naming_the_operation_and_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path(), Commit::AtOnce);
+    let memory = open(dir.path(), CommitTiming::AtOnce);
     memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
     memory.update_document(&id("a"), "# A\n- [[a1]]\n").unwrap();
     memory.edit_document(&id("b"), &Edit::Replace { old: "# b".into(), new: "# B".into() }).unwrap();
@@ -72,7 +72,7 @@ fn every_change_is_one_commit_naming_the_operation_and_ids() {
 #[test]
 fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path(), Commit::AtOnce);
+    let memory = open(dir.path(), CommitTiming::AtOnce);
     memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
     memory.update_document(&id("a"), "# A\nfirst\n- [[a1]]\n").unwrap();
     memory.update_document(&id("a1"), "# A1\nprecious\n- [[a2]]\n").unwrap();
@@ -113,7 +113,7 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
 #[test]
 fn edits_by_other_programs_are_committed_as_such() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path(), Commit::AtOnce);
+    let memory = open(dir.path(), CommitTiming::AtOnce);
     memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
     std::fs::write(dir.path().join("a.md"), "# A\nedited in an editor\n").unwrap();
     memory.flush_history(None).unwrap();
@@ -126,8 +126,8 @@ fn edits_by_other_programs_are_committed_as_such() {
 #[test]
 fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let server = open(dir.path(), Commit::InBackground);
-    let cli = open(dir.path(), Commit::AtOnce);
+    let server = open(dir.path(), CommitTiming::InBackground);
+    let cli = open(dir.path(), CommitTiming::AtOnce);
     server.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
     for i in 0..20 {
         let writer = if i % 2 == 0 { &server } else { &cli };
@@ -150,7 +150,7 @@ fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
 #[test]
 fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path(), Commit::AtOnce);
+    let memory = open(dir.path(), CommitTiming::AtOnce);
     memory.update_document(&DocId::root(), "# Root\n- [[notes]]\n").unwrap();
     memory.update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nold usage\n").unwrap();
     let (_, base) = memory.read_versioned(&id("notes")).unwrap();
@@ -198,7 +198,7 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
 #[test]
 fn a_git_command_run_beside_memtree_does_not_stop_history() {
     let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path(), Commit::AtOnce);
+    let memory = open(dir.path(), CommitTiming::AtOnce);
     memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let lock = dir.path().join(".git").join("index.lock");

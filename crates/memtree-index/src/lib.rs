@@ -8,4 +8,4 @@ mod text;
 mod tokens;
 
 pub use sqlite::SqliteIndex;
-pub use tokens::BpeCounter;
+pub use tokens::{BpeCounter, TokenizerError};

@@ -50,8 +50,13 @@ pub struct SqliteIndex {
     conn: Mutex<Connection>,
 }
 
-fn backend(path: &Path) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
-    move |e| IndexError::Backend { location: path.display().to_string(), reason: e.to_string() }
+/// The index error of what failed at `path`, which keeps the error beneath
+/// as its source.
+fn backend<E>(path: &Path) -> impl Fn(E) -> IndexError + '_
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    move |e| IndexError::Backend { location: path.display().to_string(), source: Box::new(e) }
 }
 
 impl SqliteIndex {
@@ -163,19 +168,13 @@ fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError
         .write(true)
         .open(&lock_path)
         .and_then(|file| file.lock().map(|()| file))
-        .map_err(|e| IndexError::Backend {
-            location: lock_path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        .map_err(backend(&lock_path))?;
     // Another process may have repaired it while this one waited.
     let conn = match open_writable(path) {
         Ok(conn) => conn,
         Err(again) if is_damaged(path, &again) => {
             tracing::warn!(%error, path = %path.display(), "the search index is damaged: set aside, and built again from the documents");
-            memtree_store::set_aside(path).map_err(|e| IndexError::Backend {
-                location: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+            memtree_store::set_aside(path).map_err(backend(path))?;
             // What the damaged file's log and shared memory hold is not
             // the new file's.
             for extension in ["sqlite-wal", "sqlite-shm"] {
@@ -670,4 +669,21 @@ fn subtree(conn: &Connection, under: &str) -> rusqlite::Result<HashSet<String>> 
          SELECT id FROM sub",
     )?;
     stmt.query_map([under], |r| r.get(0))?.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_error_keeps_its_sqlite_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        // Under a file: no folder can be made there, even by root.
+        let path = dir.path().join("file").join("index.sqlite");
+        let error = SqliteIndex::open(&path).err().expect("no index under a file");
+        let cause = std::error::Error::source(&error).expect("a cause");
+        assert!(cause.is::<rusqlite::Error>(), "{cause:?}");
+        assert_eq!(error.to_string(), format!("index {}: {cause}", path.display()));
+    }
 }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use memtree_core::{MemoryError, Subject};
+use memtree_core::{HistoryError, IndexError, MemoryError, Subject};
 
 use crate::commands;
 use crate::settings::{GlobalArgs, Settings, env, var};
@@ -123,10 +123,27 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::Internal(error)) => {
-            eprintln!("Error: {error:#}");
+            eprintln!("Error: {}", render(&error));
             ExitCode::from(3)
         }
     }
+}
+
+/// The error and its causes, `: `-separated as anyhow's `{:#}` writes them,
+/// down to the first of memtree's own errors: those already say their
+/// cause in their own text, which would otherwise be said twice.
+fn render(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&cause.to_string());
+        if cause.is::<MemoryError>() || cause.is::<HistoryError>() || cause.is::<IndexError>() {
+            break;
+        }
+    }
+    out
 }
 
 /// Logs go to stderr: under `serve`, stdout is the MCP channel.
@@ -134,4 +151,20 @@ fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_new(var(env::LOG).unwrap_or_else(|| "warn".to_owned()))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_error_says_its_cause_once() {
+        let cause = std::io::Error::other("disk I/O error");
+        let error =
+            MemoryError::Index(IndexError::Backend { location: "x.sqlite".into(), source: cause.into() });
+        let error = anyhow::Error::from(error).context("cannot bring the index up to date");
+        assert_eq!(render(&error), "cannot bring the index up to date: index x.sqlite: disk I/O error");
+        let plain = anyhow::Error::from(std::io::Error::other("broken pipe")).context("cannot print");
+        assert_eq!(render(&plain), format!("{plain:#}"));
+    }
 }

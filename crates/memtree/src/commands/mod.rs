@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use memtree_core::{Memory, Namespaced};
-use memtree_history::{Commit, GitHistory};
+use memtree_history::{CommitTiming, GitHistory};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_store::LocalStorage;
 
@@ -34,13 +34,13 @@ use crate::settings::Settings;
 /// Opens the store in `dir`, creating it on first use, with its search
 /// index (`.memtree/index.sqlite`) and, unless turned off, its history (a
 /// git repository in `dir`).
-fn open_store(dir: &Path, settings: &Settings, commit: Commit) -> anyhow::Result<Memory> {
+fn open_store(dir: &Path, settings: &Settings, timing: CommitTiming) -> anyhow::Result<Memory> {
     let context = || format!("cannot open the store at {}", dir.display());
     let storage = LocalStorage::open(dir)
         .with_context(context)?
         .with_fault(settings.fault)
         .with_read_limit(settings.memory.max_document_bytes as u64);
-    let tokens = BpeCounter::new(&settings.tokenizer).map_err(anyhow::Error::msg)?;
+    let tokens = BpeCounter::new(&settings.tokenizer)?;
     let memory = Memory::open(Arc::new(storage), settings.memory.clone()).with_context(context)?;
     // The index is derived: without it, documents are still read and
     // written, and search says why it cannot answer.
@@ -51,25 +51,25 @@ fn open_store(dir: &Path, settings: &Settings, commit: Commit) -> anyhow::Result
             memory
         }
     };
-    Ok(if settings.history { memory.with_history(GitHistory::open(dir, commit)) } else { memory })
+    Ok(if settings.history { memory.with_history(GitHistory::open(dir, timing)) } else { memory })
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.
 pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
-    open_store(&settings.own_dir(), settings, Commit::AtOnce)
+    open_store(&settings.own_dir(), settings, CommitTiming::AtOnce)
 }
 
 /// The trees the settings name: the store, or in a namespace its own tree
 /// beside the shared one. One-shot commands commit history at once.
 pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
-    open_trees_with(settings, Commit::AtOnce)
+    open_trees_with(settings, CommitTiming::AtOnce)
 }
 
-/// [`open_trees`], committing history as `commit` says.
-pub fn open_trees_with(settings: &Settings, commit: Commit) -> anyhow::Result<Namespaced> {
-    let own = Arc::new(open_store(&settings.own_dir(), settings, commit)?);
+/// [`open_trees`], committing history as `timing` says.
+pub fn open_trees_with(settings: &Settings, timing: CommitTiming) -> anyhow::Result<Namespaced> {
+    let own = Arc::new(open_store(&settings.own_dir(), settings, timing)?);
     Ok(match settings.namespace {
-        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings, commit)?)),
+        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings, timing)?)),
         None => Namespaced::single(own),
     })
 }

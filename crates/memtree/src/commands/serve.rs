@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use memtree_history::Commit;
+use memtree_history::CommitTiming;
 use memtree_mcp::MemtreeServer;
 
 use crate::cli::Failure;
@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools =
         args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
-    let trees = Arc::new(super::open_trees_with(settings, Commit::InBackground)?);
+    let trees = Arc::new(super::open_trees_with(settings, CommitTiming::InBackground)?);
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no
     // server ran; an edit in between is seen by both. The first request is
