@@ -221,7 +221,7 @@ async def test_size_limit_applies_to_the_stored_document(serve, store):
     ids=["rsa", "openssh", "aws", "github"],
 )
 async def test_secret_like_content_is_refused(serve, store, secret):
-    """SPEC §4: content that looks like a secret is refused unless explicitly allowed."""
+    """Content that looks like a secret is refused unless explicitly allowed."""
     async with serve() as m:
         await m.put(None, "# notes\n- [[keys]]\n")
         before = snapshot(store, include_meta=True)

@@ -258,7 +258,7 @@ def test_unknown_subcommand_fails(cli, store):
 
 
 def test_validate_ignores_non_document_files(cli, store):
-    """A store under git (seed 003's audit trail) or holding other files stays healthy."""
+    """A store under git (its own audit trail) or holding other files stays healthy."""
     cli("write", input="[[a]]")
     write_file(store, ".git/HEAD", "ref: refs/heads/main\n")
     write_file(store, ".git/objects/ab/cdef.md", "not a document")

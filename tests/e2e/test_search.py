@@ -178,6 +178,9 @@ async def test_cli_search_query_and_reindex(cli, store):
     r = cli("query", "how", "do", "we", "deploy", "--budget", "200")
     assert r.rc == 0 and PACK_HEAD.match(r.out.splitlines()[0]), r.out
     assert "[infra#Deploy]" in r.out
+    # `recall` is the command's name, as the tool's; `query` its alias.
+    same = cli("recall", "how", "do", "we", "deploy", "--budget", "200")
+    assert (same.rc, same.out) == (0, r.out), same.err
     for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"]:
         (store / ".memtree" / name).unlink(missing_ok=True)
     v = cli("validate", "--json")

@@ -63,7 +63,7 @@ const MIN_BYTES: usize = 300;
 const MAX_BYTES: usize = 1536;
 
 /// Top-level areas under root. The ones in `SLASH_AREAS` name their upper
-/// levels with slash ids (`projects/silica_1x`), as seed 004 does, so the
+/// levels with slash ids (`projects/silica_1x`), as stores grown by agents do, so the
 /// store has sub-folders as well as a large flat top folder.
 #[rustfmt::skip]
 const AREAS: &[&str] = &[

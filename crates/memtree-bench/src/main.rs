@@ -402,7 +402,7 @@ fn table(
         index.sqlite_bytes as f64 / 1048576.0,
         index.wal_bytes as f64 / 1048576.0,
     ));
-    out.push_str("| measure | p50 | p95 | p50 min–max over reps | SPEC §5 target (at 10k) | met |\n");
+    out.push_str("| measure | p50 | p95 | p50 min–max over reps | target (at 10k) | met |\n");
     out.push_str("|---|---:|---:|---:|---|:-:|\n");
     let ms_cell = |v: f64| fmt_ms(v);
     let mut row = |name: &str, row: Row, target: Option<(f64, &str)>, fmt: &dyn Fn(f64) -> String| {

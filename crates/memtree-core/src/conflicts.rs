@@ -1,4 +1,4 @@
-//! Conflicting memory (seed 003's conflict flags): two passages in
+//! Conflicting memory (the conflict flags `validate` raises): two passages in
 //! different documents that say nearly the same thing, each with a word the
 //! other lacks — "staging listens on port 5433" beside "… port 6543".
 //!

@@ -150,7 +150,7 @@ impl MemoryError {
 }
 
 /// Turns an optional raw id argument into a `DocId`; omitted or empty means
-/// `root`, as in seeds 000 and 004.
+/// `root`, as the seed tools have it.
 pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<DocId, MemoryError> {
     match raw {
         None | Some("") => Ok(DocId::root()),

@@ -1,4 +1,4 @@
-//! The `Index` trait: the derived search index the engine keeps beside the
+//! The `SearchIndex` trait: the derived search index the engine keeps beside the
 //! documents, and the values that cross it.
 //!
 //! Everything in an index can be rebuilt from the documents (`reindex`), so
@@ -166,7 +166,7 @@ pub enum IndexError {
 }
 
 /// A full-text index of passages with document metadata, links and usage.
-pub trait Index: Send + Sync {
+pub trait SearchIndex: Send + Sync {
     /// Replaces everything the index holds for each of `docs`.
     fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError>;
     fn remove(&self, ids: &[DocId]) -> Result<(), IndexError>;

@@ -8,17 +8,18 @@ pub mod answer;
 pub mod cite;
 pub mod conflicts;
 pub mod date;
+pub mod defaults;
 pub mod doc_id;
 pub mod error;
 pub mod front_matter;
 pub mod history;
 pub mod index;
-pub mod l0;
 pub mod line_ending;
 pub mod links;
 pub mod memory;
 pub mod merge;
 pub mod namespace;
+pub mod outline;
 pub mod pack;
 pub mod refusal;
 pub mod remember;
@@ -39,7 +40,8 @@ pub use error::{
 pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
-    Found, Hit, Index, IndexError, IndexProgress, IndexStats, IndexedDoc, SearchRequest, TokenCounter, Usage,
+    Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, SearchIndex, SearchRequest, TokenCounter,
+    Usage,
 };
 pub use memory::{Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};

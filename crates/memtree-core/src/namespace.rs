@@ -1,4 +1,4 @@
-//! Namespaces (seed 002): an agent's own tree beside the shared one.
+//! Namespaces: an agent's own tree beside the shared one.
 //!
 //! Reads look in the agent's own tree first, then in the shared one;
 //! searches and memory packs rank both together, a document of the own tree
@@ -16,9 +16,9 @@ use crate::index::Found;
 use crate::memory::{Memory, PACK_CANDIDATES, check_pack_request, relative};
 use crate::pack::Pack;
 
-/// The L0 index of the shared tree gets at least this many bytes, however
+/// The outline of the shared tree gets at least this many bytes, however
 /// much of the budget the own tree used.
-const SHARED_INDEX_FLOOR: usize = 512;
+const SHARED_OUTLINE_FLOOR: usize = 512;
 
 /// The trees a server or command works on: its own, and the shared one
 /// when it runs in a namespace.
@@ -197,13 +197,13 @@ impl Namespaced {
         Ok(pack)
     }
 
-    /// The L0 index of the own tree, then of the shared one in what is left
+    /// The outline of the own tree, then of the shared one in what is left
     /// of the budget.
-    pub fn l0_index(&self) -> Result<String, MemoryError> {
-        let own = self.own.l0_index(None)?;
+    pub fn outline(&self) -> Result<String, MemoryError> {
+        let own = self.own.outline(None)?;
         let Some(shared) = &self.shared else { return Ok(own) };
-        let room = self.own.index_budget().saturating_sub(own.len()).max(SHARED_INDEX_FLOOR);
-        let shared = shared.l0_index(Some(room))?;
+        let room = self.own.outline_budget().saturating_sub(own.len()).max(SHARED_OUTLINE_FLOOR);
+        let shared = shared.outline(Some(room))?;
         Ok(format!("{own}Shared tree (name its ids {SHARED_PREFIX}<id>):\n{shared}"))
     }
 

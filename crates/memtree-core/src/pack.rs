@@ -1,4 +1,4 @@
-//! Memory packs (seed 003): the passages most relevant to a task, assembled
+//! Memory packs: the passages most relevant to a task, assembled
 //! under a hard token budget, grouped by scope, near-duplicates removed, each
 //! cited `[id#heading]` so the agent can read the source.
 

@@ -1,4 +1,4 @@
-//! `remember` (seed 002's knowledge injection): put one fact into a
+//! `remember` (knowledge injection): put one fact into a
 //! document's section, after comparing it with what the section says.
 
 use crate::line_ending::{self, LineEnding};
@@ -52,7 +52,7 @@ fn normalized(line: &str) -> Vec<char> {
 
 /// How alike two lines are, from 0 to 1: one minus their edit distance
 /// over the longer one's length (as Python's difflib ratio, the measure
-/// seed 002 uses, behaves on single edits).
+/// the knowledge-injection design uses, behaves on single edits).
 pub fn similarity(a: &str, b: &str) -> f64 {
     let (a, b) = (normalized(a), normalized(b));
     let longest = a.len().max(b.len());

@@ -1,7 +1,7 @@
-//! Content that looks like a secret (SPEC §4): private key blocks and the
-//! well-known formats of cloud and API tokens. Memory is read back into
-//! prompts, synced through git and shown in editors, so a secret written
-//! into it leaks far; such a write is refused unless the store allows it.
+//! Content that looks like a secret: private key blocks and the well-known
+//! formats of cloud and API tokens. Memory is read back into prompts,
+//! synced through git and shown in editors, so a secret written into it
+//! leaks far; such a write is refused unless the store allows it.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;

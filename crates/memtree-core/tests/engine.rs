@@ -43,7 +43,7 @@ impl Fixture {
     }
 
     fn update(&self, id_: &str, content: &str) -> Result<String, MemoryError> {
-        self.memory.update_document(&id(id_), content).map(|o| o.report())
+        self.memory.update_document(&id(id_), content, None).map(|o| o.report())
     }
 
     /// Updates, expecting an error: returns its report and checks that
@@ -129,7 +129,7 @@ fn a_new_store_has_root_from_the_template() {
     assert_eq!(memory.read_document(&DocId::root()).unwrap(), "# メモ帳\n");
     assert_eq!(memory.tree().unwrap().render_yaml(), "root: []\n");
     // Reopening does not overwrite root.
-    memory.update_document(&DocId::root(), "# changed\n").unwrap();
+    memory.update_document(&DocId::root(), "# changed\n", None).unwrap();
     assert_eq!(open(dir.path()).read_document(&DocId::root()).unwrap(), "# changed\n");
 }
 
@@ -338,7 +338,7 @@ fn concurrent_writers_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let n = 8;
     let links: String = (0..n).map(|i| format!("- [[w{i}]]\n")).collect();
-    open(dir.path()).update_document(&DocId::root(), &links).unwrap();
+    open(dir.path()).update_document(&DocId::root(), &links, None).unwrap();
     // Two engines on one folder stand for two processes; threads on each.
     let engines = [Arc::new(open(dir.path())), Arc::new(open(dir.path()))];
     let threads: Vec<_> = (0..n)
@@ -349,7 +349,7 @@ fn concurrent_writers_lose_nothing() {
                 let mut text = String::new();
                 for k in 0..15 {
                     text.push_str(&format!("- [[w{i}_{k}]]\n"));
-                    let outcome = memory.update_document(&doc, &text).unwrap();
+                    let outcome = memory.update_document(&doc, &text, None).unwrap();
                     assert_eq!(outcome.created, [id(&format!("w{i}_{k}"))]);
                 }
             })
@@ -368,12 +368,15 @@ fn concurrent_writers_lose_nothing() {
 fn in_memory_backend_runs_the_same_rules() {
     let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
     let root = DocId::root();
-    assert_eq!(memory.update_document(&root, "[[a]] [[b]]").unwrap().report(), "Succeeded\nCreated: a, b");
     assert_eq!(
-        memory.update_document(&id("a"), "[[b]]").unwrap_err().report(),
+        memory.update_document(&root, "[[a]] [[b]]", None).unwrap().report(),
+        "Succeeded\nCreated: a, b"
+    );
+    assert_eq!(
+        memory.update_document(&id("a"), "[[b]]", None).unwrap_err().report(),
         "Error: content: cross-tree reference not allowed\n[[b]] is a child of root"
     );
-    assert_eq!(memory.update_document(&root, "[[a]]").unwrap().report(), "Succeeded\nDeleted: b");
+    assert_eq!(memory.update_document(&root, "[[a]]", None).unwrap().report(), "Succeeded\nDeleted: b");
     assert_eq!(memory.status().unwrap().trash, 1);
 }
 
@@ -423,8 +426,8 @@ fn the_size_limit_counts_the_stored_document() {
     let settings = MemorySettings { max_document_bytes: 150, ..MemorySettings::default() };
     let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
     let block = format!("---\nsummary: {}\n---\n", "s".repeat(80));
-    memory.update_document(&DocId::root(), &format!("{block}# x\n")).unwrap();
-    let err = memory.update_document(&DocId::root(), &"y".repeat(100)).unwrap_err();
+    memory.update_document(&DocId::root(), &format!("{block}# x\n"), None).unwrap();
+    let err = memory.update_document(&DocId::root(), &"y".repeat(100), None).unwrap_err();
     assert_eq!(
         err.report(),
         format!("Error: content: too large ({} bytes; the limit is 150)", block.len() + 100)
@@ -436,20 +439,23 @@ fn the_size_limit_counts_the_stored_document() {
 fn a_document_with_ten_thousand_links() {
     let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
     let links: String = (0..9_999).map(|i| format!("- [[n{i}]]\n")).collect();
-    let outcome = memory.update_document(&DocId::root(), &links).unwrap();
+    let outcome = memory.update_document(&DocId::root(), &links, None).unwrap();
     assert_eq!(outcome.created.len(), 9_999);
     assert_eq!(outcome.created[9_998], id("n9998"));
     assert_eq!(
-        memory.update_document(&DocId::root(), &format!("{links}- [[x]]\n- [[y]]\n")).unwrap_err().report(),
+        memory
+            .update_document(&DocId::root(), &format!("{links}- [[x]]\n- [[y]]\n"), None)
+            .unwrap_err()
+            .report(),
         "Error: content: 10001 links; the limit is 10000 per document (give it children that link the rest)"
     );
-    let outcome = memory.update_document(&DocId::root(), &format!("{links}- [[N0]]\n")).unwrap_err();
+    let outcome = memory.update_document(&DocId::root(), &format!("{links}- [[N0]]\n"), None).unwrap_err();
     assert_eq!(
         outcome.report(),
         "Error: content: [[N0]] differs only in letter case from existing document n0"
     );
     let half: String = (0..5_000).map(|i| format!("- [[n{i}]]\n")).collect();
-    assert_eq!(memory.update_document(&DocId::root(), &half).unwrap().deleted.len(), 4_999);
+    assert_eq!(memory.update_document(&DocId::root(), &half, None).unwrap().deleted.len(), 4_999);
     assert_eq!(memory.tree().unwrap().len(), 5_001);
 }
 
@@ -457,7 +463,11 @@ fn a_document_with_ten_thousand_links() {
 fn edits_replace_one_occurrence_under_the_tree_rules() {
     let f = Fixture::new(SEED_TREE);
     let edit = |doc: &str, old: &str, new: &str| {
-        f.memory.edit_document(&id(doc), &memtree_core::Edit::Replace { old: old.into(), new: new.into() })
+        f.memory.edit_document(
+            &id(doc),
+            &memtree_core::Edit::Replace { old: old.into(), new: new.into() },
+            None,
+        )
     };
     assert_eq!(edit("db_schema", "# db", "# Database schema").unwrap().report(), "Succeeded");
     assert_eq!(f.read("db_schema"), "# Database schema\n");
@@ -493,6 +503,7 @@ fn sections_are_read_and_replaced_by_heading() {
         f.memory.edit_document(
             &DocId::root(),
             &memtree_core::Edit::Section { section: name.into(), body: body.into() },
+            None,
         )
     };
     assert_eq!(section("setup", "new setup with [[tools]]").unwrap().report(), "Succeeded\nCreated: tools");
@@ -704,8 +715,8 @@ fn splits_lose_no_line_on_random_documents() {
                 lines.push(line.trim_start_matches("### ").to_owned());
             }
         }
-        memory.update_document(&DocId::root(), "- [[doc]]\n").unwrap();
-        memory.update_document(&id("doc"), &body).unwrap();
+        memory.update_document(&DocId::root(), "- [[doc]]\n", None).unwrap();
+        memory.update_document(&id("doc"), &body, None).unwrap();
         let outcome = memory.split_document(&id("doc"), None).unwrap();
         let all: String = std::iter::once(id("doc"))
             .chain(outcome.children.iter().cloned())
@@ -734,8 +745,8 @@ fn a_write_over_the_split_threshold_advises_splits_or_stays_quiet() {
         let settings =
             MemorySettings { split_threshold: 40, split_policy: policy, ..MemorySettings::default() };
         let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
-        memory.update_document(&DocId::root(), "- [[big]]\n").unwrap();
-        assert_eq!(memory.update_document(&id("big"), body).unwrap().report(), expected, "{policy:?}");
+        memory.update_document(&DocId::root(), "- [[big]]\n", None).unwrap();
+        assert_eq!(memory.update_document(&id("big"), body, None).unwrap().report(), expected, "{policy:?}");
         assert!(memory.validate().unwrap().findings.is_empty());
     }
 }
@@ -753,10 +764,10 @@ fn a_failed_automatic_split_does_not_fail_the_write_before_it() {
         ..MemorySettings::default()
     };
     let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
-    memory.update_document(&DocId::root(), "- [[big]]\n").unwrap();
+    memory.update_document(&DocId::root(), "- [[big]]\n", None).unwrap();
     let body = "# Big\n## One\nfirst text\n## Two\nsecond text\n## Three\nthird text\n";
     assert_eq!(
-        memory.update_document(&id("big"), body).unwrap().report(),
+        memory.update_document(&id("big"), body, None).unwrap().report(),
         "Succeeded\nAdvice: big is 63 bytes (over 40); splitting it along its sections failed: \
          Error: content: 3 links; the limit is 2 per document (give it children that link the rest)"
     );
@@ -772,9 +783,9 @@ fn suggestions_name_large_empty_and_stale_documents() {
         ..MemorySettings::default()
     };
     let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
-    memory.update_document(&DocId::root(), "- [[big]]\n- [[blank]]\n- [[old]]\n").unwrap();
-    memory.update_document(&id("big"), &format!("# Big\n{}\n", "word ".repeat(20))).unwrap();
-    memory.update_document(&id("old"), "---\nstatus: deprecated\n---\n# Old\nx\n").unwrap();
+    memory.update_document(&DocId::root(), "- [[big]]\n- [[blank]]\n- [[old]]\n", None).unwrap();
+    memory.update_document(&id("big"), &format!("# Big\n{}\n", "word ".repeat(20)), None).unwrap();
+    memory.update_document(&id("old"), "---\nstatus: deprecated\n---\n# Old\nx\n", None).unwrap();
     assert_eq!(
         memory.suggestions().unwrap(),
         [
@@ -791,8 +802,8 @@ fn suggestions_name_large_empty_and_stale_documents() {
 #[test]
 fn a_move_never_leaves_a_changed_link_set_in_the_old_parent() {
     let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
-    memory.update_document(&DocId::root(), "- [[p]]\n- [[q]]\n").unwrap();
-    memory.update_document(&id("p"), "[[x[[d]]]]\n").unwrap();
+    memory.update_document(&DocId::root(), "- [[p]]\n- [[q]]\n", None).unwrap();
+    memory.update_document(&id("p"), "[[x[[d]]]]\n", None).unwrap();
     let before = memory.read_document(&id("p")).unwrap();
     assert_eq!(
         memory.move_document(&id("d"), &id("q")).unwrap_err().report(),
@@ -840,10 +851,10 @@ fn rewrites_keep_line_endings_and_the_byte_order_mark() {
             assert!(!check("par", &[]).contains("[[kid]]"), "{case}");
             check("other", &["- [[kid]]"]);
             let edit = Edit::Replace { old: "Year:\n2024".into(), new: "Year:\n2025\nagain".into() };
-            f.memory.edit_document(&id("par"), &edit).unwrap();
+            f.memory.edit_document(&id("par"), &edit, None).unwrap();
             check("par", &["2025", "again", "1", "-"]);
             let edit = Edit::Section { section: "Plans".into(), body: "- ship\n- rest\n".into() };
-            f.memory.edit_document(&id("par"), &edit).unwrap();
+            f.memory.edit_document(&id("par"), &edit, None).unwrap();
             check("par", &["- ship", "- rest", "## Plans"]);
             let place = FactPlace { document: Some(&id("par")), section: Some("Notes"), parent: None };
             f.memory.remember("second fact", &place, Mode::Upsert).unwrap();

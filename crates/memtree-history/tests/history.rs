@@ -35,16 +35,16 @@ fn messages(memory: &Memory, doc: Option<&str>) -> Vec<String> {
 fn every_change_is_one_commit_naming_the_operation_and_ids() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path(), CommitTiming::AtOnce);
-    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
-    memory.update_document(&id("a"), "# A\n- [[a1]]\n").unwrap();
-    memory.edit_document(&id("b"), &Edit::Replace { old: "# b".into(), new: "# B".into() }).unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n", None).unwrap();
+    memory.update_document(&id("a"), "# A\n- [[a1]]\n", None).unwrap();
+    memory.edit_document(&id("b"), &Edit::Replace { old: "# b".into(), new: "# B".into() }, None).unwrap();
     let change = memtree_core::Lifecycle {
         status: Some(memtree_core::front_matter::Status::Deprecated),
         ..Default::default()
     };
     memory.set_lifecycle(&id("b"), &change, "replaced by a").unwrap();
     memory.move_document(&id("a1"), &DocId::root()).unwrap();
-    memory.update_document(&DocId::root(), "# Root\n- [[b]]\n- [[a1]]\n").unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[b]]\n- [[a1]]\n", None).unwrap();
     assert_eq!(
         messages(&memory, None),
         [
@@ -73,12 +73,12 @@ fn every_change_is_one_commit_naming_the_operation_and_ids() {
 fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path(), CommitTiming::AtOnce);
-    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n").unwrap();
-    memory.update_document(&id("a"), "# A\nfirst\n- [[a1]]\n").unwrap();
-    memory.update_document(&id("a1"), "# A1\nprecious\n- [[a2]]\n").unwrap();
-    memory.update_document(&id("a2"), "# A2\ndeep\n").unwrap();
-    memory.update_document(&id("b"), "# B\nv1\n").unwrap();
-    memory.update_document(&id("b"), "# B\nv2\n").unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n", None).unwrap();
+    memory.update_document(&id("a"), "# A\nfirst\n- [[a1]]\n", None).unwrap();
+    memory.update_document(&id("a1"), "# A1\nprecious\n- [[a2]]\n", None).unwrap();
+    memory.update_document(&id("a2"), "# A2\ndeep\n", None).unwrap();
+    memory.update_document(&id("b"), "# B\nv1\n", None).unwrap();
+    memory.update_document(&id("b"), "# B\nv2\n", None).unwrap();
 
     // An earlier version of an existing document: by default the one
     // before its last change.
@@ -87,7 +87,7 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     assert_eq!(memory.read_document(&id("b")).unwrap(), "# B\nv1\n");
 
     // Pruning a subtree, then bringing it back whole under its old parent.
-    memory.update_document(&id("a"), "# A\nfirst, without children\n").unwrap();
+    memory.update_document(&id("a"), "# A\nfirst, without children\n", None).unwrap();
     assert!(!memory.exists(&id("a2")).unwrap());
     let refused = memory.restore(&id("a2"), None).unwrap_err().report();
     assert_eq!(refused, "Error: id: its parent a1 is gone too; restore a1 first");
@@ -114,7 +114,7 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
 fn edits_by_other_programs_are_committed_as_such() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path(), CommitTiming::AtOnce);
-    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n", None).unwrap();
     std::fs::write(dir.path().join("a.md"), "# A\nedited in an editor\n").unwrap();
     memory.flush_history(None).unwrap();
     assert_eq!(messages(&memory, Some("a"))[0], "changed outside memtree; Changed: a");
@@ -128,10 +128,10 @@ fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
     let dir = tempfile::tempdir().unwrap();
     let server = open(dir.path(), CommitTiming::InBackground);
     let cli = open(dir.path(), CommitTiming::AtOnce);
-    server.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    server.update_document(&DocId::root(), "# Root\n- [[a]]\n", None).unwrap();
     for i in 0..20 {
         let writer = if i % 2 == 0 { &server } else { &cli };
-        writer.update_document(&id("a"), &format!("# A\nversion {i}\n")).unwrap();
+        writer.update_document(&id("a"), &format!("# A\nversion {i}\n"), None).unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::fs::read_dir(dir.path().join(".memtree/history")).unwrap().next().is_some() {
@@ -151,14 +151,18 @@ fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
 fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path(), CommitTiming::AtOnce);
-    memory.update_document(&DocId::root(), "# Root\n- [[notes]]\n").unwrap();
-    memory.update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nold usage\n").unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[notes]]\n", None).unwrap();
+    memory
+        .update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nold usage\n", None)
+        .unwrap();
     let (_, base) = memory.read_versioned(&id("notes")).unwrap();
     // Another writer changes Usage.
-    memory.update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nnew usage\n").unwrap();
+    memory
+        .update_document(&id("notes"), "# Notes\n## Setup\nold setup\n## Usage\nnew usage\n", None)
+        .unwrap();
     // A write from the old version that changed Setup keeps both.
     let outcome = memory
-        .update_based(&id("notes"), "# Notes\n## Setup\nnew setup\n## Usage\nold usage\n", Some(&base))
+        .update_document(&id("notes"), "# Notes\n## Setup\nnew setup\n## Usage\nold usage\n", Some(&base))
         .unwrap();
     assert_eq!(
         outcome.report(),
@@ -171,7 +175,7 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
     // A write from the old version that changed Usage too is refused.
     let before = memory.read_document(&id("notes")).unwrap();
     let refused = memory
-        .edit_based(
+        .edit_document(
             &id("notes"),
             &Edit::Section { section: "Usage".into(), body: "mine\n".into() },
             Some(&base),
@@ -184,9 +188,9 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
     assert_eq!(memory.read_document(&id("notes")).unwrap(), before);
     // The current version writes as usual; an unknown one is a conflict.
     let (_, current) = memory.read_versioned(&id("notes")).unwrap();
-    memory.update_based(&id("notes"), "# Notes\nfresh\n", Some(&current)).unwrap();
+    memory.update_document(&id("notes"), "# Notes\nfresh\n", Some(&current)).unwrap();
     assert_eq!(
-        memory.update_based(&id("notes"), "# x\n", Some("000000000000")).unwrap_err().report(),
+        memory.update_document(&id("notes"), "# x\n", Some("000000000000")).unwrap_err().report(),
         "Error: version: conflict\nthe document changed since that version, which is not in history; read it again"
     );
 }
@@ -199,7 +203,7 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
 fn a_git_command_run_beside_memtree_does_not_stop_history() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path(), CommitTiming::AtOnce);
-    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n").unwrap();
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n", None).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let lock = dir.path().join(".git").join("index.lock");
     let flicker = {
@@ -215,7 +219,7 @@ fn a_git_command_run_beside_memtree_does_not_stop_history() {
         })
     };
     for i in 0..20 {
-        let answer = memory.update_document(&id("a"), &format!("# A\nround {i}\n")).unwrap().report();
+        let answer = memory.update_document(&id("a"), &format!("# A\nround {i}\n"), None).unwrap().report();
         assert_eq!(answer, "Succeeded", "round {i}");
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

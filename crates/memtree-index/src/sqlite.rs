@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
-use memtree_core::{DocId, Hit, Index, IndexError, IndexStats, IndexedDoc, SearchRequest, Stamp, Usage};
+use memtree_core::{
+    DocId, Hit, IndexError, IndexStats, IndexedDoc, SearchIndex, SearchRequest, Stamp, Usage,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
@@ -218,7 +220,7 @@ fn id_text(id: &DocId) -> String {
     id.as_str().replace(['/', '_', '-'], " ")
 }
 
-impl Index for SqliteIndex {
+impl SearchIndex for SqliteIndex {
     fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError> {
         if docs.is_empty() {
             return Ok(());

@@ -28,15 +28,19 @@ fn trees() -> (tempfile::TempDir, Namespaced) {
     let dir = tempfile::tempdir().unwrap();
     let shared = open(dir.path());
     let own = open(&dir.path().join("@agent"));
-    shared.update_document(&id("root"), "# Team memory\n- [[infra]]\n- [[style]]\n").unwrap();
+    shared.update_document(&id("root"), "# Team memory\n- [[infra]]\n- [[style]]\n", None).unwrap();
     shared
-        .update_document(&id("infra"), "# Infra\n## Database\nStaging postgres listens on port 5433.\n")
+        .update_document(&id("infra"), "# Infra\n## Database\nStaging postgres listens on port 5433.\n", None)
         .unwrap();
-    shared.update_document(&id("style"), "# Style\nShared style: tabs for indentation.\n").unwrap();
-    own.update_document(&id("root"), "# My memory\n- [[style]]\n- [[notes]]\n").unwrap();
-    own.update_document(&id("style"), "# Style\nMy style: spaces for indentation.\n").unwrap();
-    own.update_document(&id("notes"), "# Notes\n## Database\nI restarted postgres on port 5433 twice.\n")
-        .unwrap();
+    shared.update_document(&id("style"), "# Style\nShared style: tabs for indentation.\n", None).unwrap();
+    own.update_document(&id("root"), "# My memory\n- [[style]]\n- [[notes]]\n", None).unwrap();
+    own.update_document(&id("style"), "# Style\nMy style: spaces for indentation.\n", None).unwrap();
+    own.update_document(
+        &id("notes"),
+        "# Notes\n## Database\nI restarted postgres on port 5433 twice.\n",
+        None,
+    )
+    .unwrap();
     (dir, Namespaced::new(own, shared))
 }
 
@@ -67,14 +71,14 @@ fn writes_go_to_the_own_tree_unless_the_shared_one_is_named() {
     );
     let own = trees.for_write("id", Some("style")).unwrap();
     assert!(!own.shared);
-    own.memory.update_document(&own.id, "# Style\nMine, changed.\n").unwrap();
+    own.memory.update_document(&own.id, "# Style\nMine, changed.\n", None).unwrap();
     assert_eq!(
         trees.shared().unwrap().read_document(&id("style")).unwrap(),
         "# Style\nShared style: tabs for indentation.\n"
     );
     let shared = trees.for_write("id", Some("shared:infra")).unwrap();
     assert!(shared.shared);
-    shared.memory.update_document(&shared.id, "# Infra\nPort 6000 now.\n").unwrap();
+    shared.memory.update_document(&shared.id, "# Infra\nPort 6000 now.\n", None).unwrap();
     assert_eq!(trees.shared().unwrap().read_document(&id("infra")).unwrap(), "# Infra\nPort 6000 now.\n");
     assert!(!trees.own().exists(&id("infra")).unwrap(), "nothing leaked into the own tree");
     // A second id of the same operation stays in the target's tree.
@@ -118,7 +122,7 @@ fn searches_rank_both_trees_and_the_own_document_hides_its_shared_namesake() {
 #[test]
 fn the_index_and_the_tree_show_both_trees() {
     let (_dir, trees) = trees();
-    let index = trees.l0_index().unwrap();
+    let index = trees.outline().unwrap();
     assert!(index.starts_with("root: My memory\n"), "{index}");
     assert!(index.contains("Shared tree (name its ids shared:<id>):\nroot: Team memory\n"), "{index}");
     assert_eq!(

@@ -23,7 +23,7 @@ fn open(dir: &std::path::Path) -> Memory {
 fn store() -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
-    let write = |doc: &str, text: &str| memory.update_document(&id(doc), text).unwrap();
+    let write = |doc: &str, text: &str| memory.update_document(&id(doc), text, None).unwrap();
     write("root", "# Memory\n- [[infra]]\n- [[people]]\n- [[old_notes]]\n- [[scratch]]\n");
     write(
         "infra",
@@ -184,10 +184,10 @@ fn typos_of_the_stores_own_words_are_found() {
     };
     let docs: Vec<String> = (0..40).map(|i| format!("note{i}")).collect();
     let links: String = docs.iter().map(|d| format!("- [[{d}]]\n")).collect();
-    memory.update_document(&id("root"), &format!("# Memory\n{links}")).unwrap();
+    memory.update_document(&id("root"), &format!("# Memory\n{links}"), None).unwrap();
     for doc in &docs {
         let words: Vec<&str> = (0..30).map(|_| WORDS[next(WORDS.len())]).collect();
-        memory.update_document(&id(doc), &format!("# {doc}\n\n{}.\n", words.join(" "))).unwrap();
+        memory.update_document(&id(doc), &format!("# {doc}\n\n{}.\n", words.join(" ")), None).unwrap();
     }
     let holds = |doc: &DocId, word: &str| memory.read_document(doc).unwrap().contains(word);
     let (mut tried, mut found, mut missed) = (0, 0, Vec::new());
@@ -249,10 +249,12 @@ fn filters_by_scope_and_subtree() {
 #[test]
 fn every_write_is_searchable_and_pruned_text_is_gone() {
     let (_dir, memory) = store();
-    memory.update_document(&id("people"), "# People\n\n## Bob\nBob owns the zeppelin project.\n").unwrap();
+    memory
+        .update_document(&id("people"), "# People\n\n## Bob\nBob owns the zeppelin project.\n", None)
+        .unwrap();
     assert_eq!(cites(&memory, "zeppelin"), ["people#Bob"]);
     assert!(cites(&memory, "engineering manager").is_empty());
-    memory.update_document(&id("root"), "# Memory\n- [[people]]\n").unwrap();
+    memory.update_document(&id("root"), "# Memory\n- [[people]]\n", None).unwrap();
     assert!(cites(&memory, "pgbouncer").is_empty(), "a pruned subtree leaves the index");
 }
 
@@ -317,7 +319,7 @@ fn packs_keep_the_budget_group_by_scope_and_log_use() {
 fn two_processes_share_one_index() {
     let (dir, first) = store();
     let second = open(dir.path());
-    first.update_document(&id("people"), "# People\nCarol joined the platform team.\n").unwrap();
+    first.update_document(&id("people"), "# People\nCarol joined the platform team.\n", None).unwrap();
     assert_eq!(cites(&second, "carol platform"), ["people#People"]);
 }
 
@@ -429,7 +431,7 @@ fn a_search_while_the_index_catches_up_says_so() {
 /// lock before they read.
 #[test]
 fn concurrent_writers_of_one_index_wait_for_each_other() {
-    use memtree_core::{Index, IndexedDoc, Stamp};
+    use memtree_core::{IndexedDoc, SearchIndex, Stamp};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index.sqlite");
     SqliteIndex::open(&path).unwrap();

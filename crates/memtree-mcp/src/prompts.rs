@@ -1,5 +1,5 @@
-//! The prompt texts (seed 003's boot instruction and policy, seed 002's
-//! decision framework and transcript compression). Kept apart from the
+//! The prompt texts: the boot instruction and memory policy, the decision
+//! framework and transcript compression. Kept apart from the
 //! server so they read as the documents they are.
 
 /// How to use the memory: when to read, when to write, what not to store,

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use memtree_core::{
-    Edit, FactPlace, Lifecycle, MemoryError, Namespaced, pack, parse_scope_argument, parse_status_argument,
+    Edit, FactPlace, Lifecycle, MemoryError, Namespaced, defaults, pack, parse_scope_argument,
+    parse_status_argument,
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -312,7 +313,7 @@ impl MemtreeServer {
                     });
                 }
             };
-            Ok(t.memory.edit_based(&t.id, &edit, args.base.as_deref())?.report())
+            Ok(t.memory.edit_document(&t.id, &edit, args.base.as_deref())?.report())
         })
         .await
     }
@@ -326,7 +327,7 @@ impl MemtreeServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let t = m.for_write("id", args.id.as_deref())?;
-            Ok(t.memory.update_based(&t.id, &args.content, args.base.as_deref())?.report())
+            Ok(t.memory.update_document(&t.id, &args.content, args.base.as_deref())?.report())
         })
         .await
     }
@@ -336,7 +337,7 @@ impl MemtreeServer {
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let scope = parse_scope_argument(args.scope.as_deref())?;
-            let limit = args.limit.map_or(8, |l| l as usize);
+            let limit = args.limit.map_or(defaults::SEARCH_HITS, |l| l as usize);
             let hits = m.search(&args.query, limit, scope, args.under.as_deref())?;
             Ok(if args.json == Some(true) {
                 serde_json::to_string(&hits).expect("hits serialise")
@@ -352,7 +353,7 @@ impl MemtreeServer {
     async fn recall(&self, Parameters(args): Parameters<RecallArgs>) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let scope = parse_scope_argument(args.scope.as_deref())?;
-            let budget = args.budget.map_or(1200, |b| b as usize);
+            let budget = args.budget.map_or(defaults::PACK_BUDGET, |b| b as usize);
             Ok(m.recall(&args.task, budget, scope)?.render())
         })
         .await
@@ -444,7 +445,7 @@ impl MemtreeServer {
     #[tool(description = "Versions in which a document changed, newest first: version, time, what and why.")]
     async fn history(&self, Parameters(args): Parameters<HistoryArgs>) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
-            let limit = args.limit.map_or(20, |l| l as usize);
+            let limit = args.limit.map_or(defaults::HISTORY_VERSIONS, |l| l as usize);
             let versions = match args.id.as_deref() {
                 Some(raw) => {
                     let t = m.for_read("id", Some(raw))?;
@@ -473,7 +474,7 @@ impl MemtreeServer {
         &self,
         Parameters(args): Parameters<TreeArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.run(move |m| if args.summaries == Some(true) { m.l0_index() } else { m.tree_yaml() }).await
+        self.run(move |m| if args.summaries == Some(true) { m.outline() } else { m.tree_yaml() }).await
     }
 }
 
@@ -517,7 +518,7 @@ impl ServerHandler for MemtreeServer {
         if self.trees.shared().is_some() {
             instructions = format!("{instructions}\n{NAMESPACE_INSTRUCTIONS}");
         }
-        match self.trees.l0_index() {
+        match self.trees.outline() {
             Ok(index) => instructions = format!("{instructions}\n\nWhat the memory holds:\n{index}"),
             Err(error) => tracing::warn!(%error, "no L0 index in the instructions"),
         }
@@ -563,7 +564,7 @@ impl ServerHandler for MemtreeServer {
         let text = tokio::task::spawn_blocking(move || -> Result<Option<String>, MemoryError> {
             let memory = trees.own();
             if uri == INDEX_URI {
-                return trees.l0_index().map(Some);
+                return trees.outline().map(Some);
             }
             if uri == STATUS_URI {
                 let status = memory.status()?;

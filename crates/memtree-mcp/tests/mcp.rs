@@ -73,6 +73,24 @@ async fn lists_the_tools_within_the_budgets() {
     assert!(size <= 1500, "tools/list is {size} characters; the three seed tools must fit in 1,500");
 }
 
+/// The defaults the tools apply are the shared ones, and their
+/// descriptions say so.
+#[tokio::test]
+async fn tool_descriptions_state_the_shared_defaults() {
+    use memtree_core::defaults::{HISTORY_VERSIONS, PACK_BUDGET, SEARCH_HITS};
+    let client = connect(None).await;
+    let tools = client.list_all_tools().await.unwrap();
+    for (tool, argument, default) in [
+        ("search", "limit", SEARCH_HITS),
+        ("recall", "budget", PACK_BUDGET),
+        ("history", "limit", HISTORY_VERSIONS),
+    ] {
+        let schema = &tools.iter().find(|t| t.name == tool).unwrap().input_schema;
+        let description = schema["properties"][argument]["description"].as_str().unwrap_or_default();
+        assert!(description.contains(&format!("default {default}")), "{tool}.{argument}: {description:?}");
+    }
+}
+
 #[tokio::test]
 async fn tools_answer_with_the_spec_strings() {
     let client = connect(None).await;

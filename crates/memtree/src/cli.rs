@@ -28,7 +28,8 @@ enum Command {
     Write(commands::write::Args),
     /// Print the document tree
     Tree,
-    /// Print the L0 index: the tree with one-line summaries, within a byte budget
+    /// Print the outline (L0 index): the tree with one-line summaries, within a byte budget
+    #[command(alias = "outline")]
     Index,
     /// List documents with size, last change, parent and children (`--json` adds the graph)
     Ls,
@@ -45,7 +46,8 @@ enum Command {
     /// Search the memory: ranked passages with their place in the tree
     Search(commands::search::Args),
     /// A memory pack for a task, within a token budget
-    Query(commands::query::Args),
+    #[command(alias = "query")]
+    Recall(commands::recall::Args),
     /// The versions in which a document (or anything) changed, newest first
     History(commands::history::Args),
     /// Bring back an earlier version of a document, or a pruned subtree
@@ -109,7 +111,7 @@ pub fn main() -> ExitCode {
             Command::Remember(args) => commands::remember::run(&settings, args),
             Command::Move(args) => commands::move_document::run(&settings, args),
             Command::Search(args) => commands::search::run(&settings, args),
-            Command::Query(args) => commands::query::run(&settings, args),
+            Command::Recall(args) => commands::recall::run(&settings, args),
             Command::History(args) => commands::history::run(&settings, args),
             Command::Restore(args) => commands::restore::run(&settings, args),
             Command::Reindex => commands::reindex::run(&settings),

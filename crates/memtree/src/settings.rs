@@ -88,6 +88,8 @@ pub struct Settings {
     pub history: bool,
     pub fault: Option<Fault>,
     pub json: bool,
+    /// The tools `serve` exposes (`None`: all).
+    pub tools: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -113,7 +115,7 @@ impl Settings {
         }
         memory.allow_secrets = args.allow_secrets || var(env::ALLOW_SECRETS).is_some_and(|v| v == "1");
         if let Some(budget) = count(args.index_budget, env::INDEX_BUDGET)? {
-            memory.index_budget = budget;
+            memory.outline_budget = budget;
         }
         if let Some(threshold) = count(None, env::SPLIT_THRESHOLD)? {
             memory.split_threshold = threshold;
@@ -128,6 +130,7 @@ impl Settings {
                     format!("{}={raw:?} is not a number from 0 to 1", env::DEDUP_THRESHOLD)
                 })?;
         }
+        let tools = var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect());
         let fault = var(env::FAULT)
             .map(|raw| raw.parse().map_err(anyhow::Error::msg))
             .transpose()
@@ -152,7 +155,7 @@ impl Settings {
             Some("off") => false,
             Some(other) => anyhow::bail!("{}={other:?} is not on or off", env::HISTORY),
         };
-        Ok(Settings { data_dir, memory, tokenizer, namespace, history, fault, json: args.json })
+        Ok(Settings { data_dir, memory, tokenizer, namespace, history, fault, json: args.json, tools })
     }
 
     /// The folder of the tree writes go to: the data folder, or in a

@@ -88,14 +88,9 @@ pub(super) fn section_span(id: &DocId, text: &str, heading: &str) -> Result<Sect
 
 impl Memory {
     /// Changes part of a document, under the same rules and with the same
-    /// answer as [`Memory::update_document`].
-    pub fn edit_document(&self, id: &DocId, edit: &Edit) -> Result<UpdateOutcome, MemoryError> {
-        self.edit_based(id, edit, None)
-    }
-
-    /// [`Memory::edit_document`] from version `base`, merged as
-    /// [`Memory::update_based`] does.
-    pub fn edit_based(
+    /// answer as [`Memory::update_document`], and from version `base` merged
+    /// as it does.
+    pub fn edit_document(
         &self,
         id: &DocId,
         edit: &Edit,

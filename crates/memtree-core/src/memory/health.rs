@@ -13,7 +13,7 @@ use crate::storage::Stamp;
 use crate::tree::{Finding, Tree};
 
 impl Memory {
-    /// Suggestions for keeping the memory tidy (seed 002's space analysis):
+    /// Suggestions for keeping the memory tidy (the space analysis):
     /// documents over the split threshold, near-empty ones, stale ones, and
     /// the largest.
     pub fn suggestions(&self) -> Result<Vec<String>, MemoryError> {

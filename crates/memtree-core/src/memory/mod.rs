@@ -34,7 +34,7 @@ pub use settings::{Clock, MemorySettings, SplitPolicy};
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::history::History;
-use crate::index::{Index, TokenCounter};
+use crate::index::{SearchIndex, TokenCounter};
 use crate::storage::{Change, LockMode, Recovery, Storage, StoreLock};
 use crate::tree::{Finding, Tree};
 use index_sync::CatchingUp;
@@ -42,7 +42,7 @@ use tree_cache::TreeCache;
 
 pub struct Memory {
     storage: Arc<dyn Storage>,
-    index: Option<Arc<dyn Index>>,
+    index: Option<Arc<dyn SearchIndex>>,
     tokens: Option<Arc<dyn TokenCounter>>,
     history: Option<Arc<dyn History>>,
     settings: MemorySettings,
@@ -82,7 +82,7 @@ impl Memory {
     /// Adds the search index and the token counter of memory packs. The
     /// index is brought up to date with the documents before first use by
     /// [`Memory::reconcile`].
-    pub fn with_index(mut self, index: Arc<dyn Index>, tokens: Arc<dyn TokenCounter>) -> Memory {
+    pub fn with_index(mut self, index: Arc<dyn SearchIndex>, tokens: Arc<dyn TokenCounter>) -> Memory {
         self.index = Some(index);
         self.tokens = Some(tokens);
         self

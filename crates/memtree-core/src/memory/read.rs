@@ -7,9 +7,9 @@ use crate::answer::{DocumentInfo, StoreStatus};
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter::{self, FrontMatter};
-use crate::l0;
 use crate::links::parse_links;
 use crate::merge;
+use crate::outline;
 use crate::storage::LockMode;
 
 impl Memory {
@@ -46,30 +46,31 @@ impl Memory {
         Ok(body[span.start..span.end].to_owned())
     }
 
-    /// The L0 index: the tree from root with a one-line summary per
+    /// The outline (the L0 index of the MCP resource): the tree from root with a one-line summary per
     /// document (front-matter `summary`, else the first line of text),
     /// within `budget` bytes (the configured budget when `None`). Reads only
     /// the documents it shows.
-    pub fn l0_index(&self, budget: Option<usize>) -> Result<String, MemoryError> {
+    pub fn outline(&self, budget: Option<usize>) -> Result<String, MemoryError> {
         self.restore_invariants()?;
         let mut failure = None;
-        let text =
-            l0::render(budget.unwrap_or(self.settings.index_budget), |id| match self.storage.read(id) {
+        let text = outline::render(budget.unwrap_or(self.settings.outline_budget), |id| {
+            match self.storage.read(id) {
                 Ok(Some(text)) => {
                     let split = front_matter::split(&text);
                     let summary = split
                         .yaml
                         .and_then(|y| FrontMatter::parse(y).ok())
                         .and_then(|fm| fm.summary)
-                        .map_or_else(|| l0::first_sentence(split.body), |s| l0::shorten(&s, 80));
-                    Some(l0::Entry { summary, children: parse_links(split.body).ids })
+                        .map_or_else(|| outline::first_sentence(split.body), |s| outline::shorten(&s, 80));
+                    Some(outline::Entry { summary, children: parse_links(split.body).ids })
                 }
                 Ok(None) | Err(crate::storage::StorageError::Unreadable { .. }) => None,
                 Err(e) => {
                     failure.get_or_insert(e);
                     None
                 }
-            });
+            }
+        });
         match failure {
             Some(e) => Err(e.into()),
             None => Ok(text),
@@ -77,7 +78,7 @@ impl Memory {
     }
 
     /// Every document with its size, last change, parent and children
-    /// (seed 004's list view), in id order.
+    /// (the list view), in id order.
     pub fn documents(&self) -> Result<Vec<DocumentInfo>, MemoryError> {
         let _lock = self.lock(LockMode::Shared)?;
         let tree = self.tree_unlocked()?.0;

@@ -116,9 +116,9 @@ impl Memory {
         Ok(index.record_use(ids, self.settings.clock.now_ns())?)
     }
 
-    /// The configured byte budget of the L0 index.
-    pub(crate) fn index_budget(&self) -> usize {
-        self.settings.index_budget
+    /// The configured byte budget of the outline.
+    pub(crate) fn outline_budget(&self) -> usize {
+        self.settings.outline_budget
     }
 }
 

@@ -7,8 +7,8 @@ pub struct MemorySettings {
     pub root_template: String,
     /// Largest document accepted, in bytes.
     pub max_document_bytes: usize,
-    /// Byte budget of the L0 index.
-    pub index_budget: usize,
+    /// Byte budget of the outline.
+    pub outline_budget: usize,
     /// Word overlap from which `remember` treats two lines as one fact.
     pub dedup_threshold: f64,
     /// Size in bytes from which a document should be split.
@@ -29,7 +29,7 @@ impl Default for MemorySettings {
         MemorySettings {
             root_template: "# Memory\n".to_owned(),
             max_document_bytes: 1 << 20,
-            index_budget: 2048,
+            outline_budget: 2048,
             dedup_threshold: 0.7,
             split_threshold: 10 * 1024,
             split_policy: SplitPolicy::Advise,

@@ -10,9 +10,9 @@ use crate::cite::join;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter;
-use crate::l0;
 use crate::line_ending::LineEnding;
 use crate::links::parse_links;
+use crate::outline;
 use crate::refusal::{PlanConflict, Refusal, Subject};
 use crate::sections;
 use crate::storage::{Change, LockMode};
@@ -114,7 +114,7 @@ impl Memory {
         }
         parent.push_str(&format!("{eol}{eol}"));
         for (child, title, body) in &children {
-            let summary = l0::first_sentence(body);
+            let summary = outline::first_sentence(body);
             let summary = if summary.is_empty() { title.clone() } else { summary };
             parent.push_str(&format!("- [[{child}]]: {summary}{eol}"));
         }

@@ -11,15 +11,12 @@ impl Memory {
     /// Replaces a document's content, creating the documents its new links
     /// name and pruning the subtrees of the links it dropped. Content
     /// without a front-matter block keeps the stored block.
-    pub fn update_document(&self, id: &DocId, content: &str) -> Result<UpdateOutcome, MemoryError> {
-        self.update_based(id, content, None)
-    }
-
-    /// [`Memory::update_document`] for content written from version `base`
-    /// of the document (see [`merge::version`]): when the document changed
-    /// since, the two are merged by section, or refused with
-    /// `Error: version: conflict` when both changed the same section.
-    pub fn update_based(
+    ///
+    /// Content written from version `base` of the document (see
+    /// [`crate::merge::version`]) is merged by section with what changed
+    /// since, or refused with `Error: version: conflict` when both changed
+    /// the same section.
+    pub fn update_document(
         &self,
         id: &DocId,
         content: &str,

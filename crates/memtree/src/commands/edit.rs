@@ -43,7 +43,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             return Err(MemoryError::InvalidArgument { argument: "old", what }.into());
         }
     };
-    let outcome = target.memory.edit_based(&target.id, &edit, args.base.as_deref())?;
+    let outcome = target.memory.edit_document(&target.id, &edit, args.base.as_deref())?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
 }

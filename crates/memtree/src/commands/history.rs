@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+use memtree_core::defaults;
+
 use crate::cli::Failure;
 use crate::settings::Settings;
 
@@ -11,7 +13,7 @@ pub struct Args {
     /// The document (default: every change)
     id: Option<String>,
     /// Most versions to list
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = defaults::HISTORY_VERSIONS)]
     limit: usize,
 }
 

@@ -1,5 +1,5 @@
 //! `memtree ls`: every document with its size, last change, parent and
-//! children (seed 004's list view); `--json` gives the documents and the
+//! children (the list view); `--json` gives the documents and the
 //! graph as nodes and edges.
 
 use std::process::ExitCode;

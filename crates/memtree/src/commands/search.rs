@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::{pack, parse_scope_argument};
+use memtree_core::{defaults, pack, parse_scope_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -13,7 +13,7 @@ pub struct Args {
     #[arg(required = true, num_args = 1..)]
     query: Vec<String>,
     /// Most hits
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = defaults::SEARCH_HITS)]
     limit: usize,
     /// global, agent, project or ephemeral
     #[arg(long)]

@@ -8,7 +8,7 @@ use memtree_history::CommitTiming;
 use memtree_mcp::MemtreeServer;
 
 use crate::cli::Failure;
-use crate::settings::{Settings, env, var};
+use crate::settings::Settings;
 
 /// Messages up to this size are read whatever the document limit.
 const MIN_MESSAGE_BYTES: usize = 16 << 20;
@@ -23,8 +23,7 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let tools =
-        args.tools.or_else(|| var(env::TOOLS).map(|v| v.split(',').map(|t| t.trim().to_owned()).collect()));
+    let tools = args.tools.or_else(|| settings.tools.clone());
     let trees = Arc::new(super::open_trees_with(settings, CommitTiming::InBackground)?);
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no

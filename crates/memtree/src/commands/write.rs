@@ -24,7 +24,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     std::io::stdin().read_to_end(&mut bytes).map_err(anyhow::Error::from)?;
     let content =
         String::from_utf8(bytes).map_err(|_| Failure::User("Error: content: not valid UTF-8".to_owned()))?;
-    let outcome = target.memory.update_based(&target.id, &content, args.base.as_deref())?;
+    let outcome = target.memory.update_document(&target.id, &content, args.base.as_deref())?;
     if settings.json {
         super::print_json(&serde_json::json!({ "created": outcome.created, "deleted": outcome.deleted }))?;
     } else {

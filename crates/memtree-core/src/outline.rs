@@ -1,14 +1,15 @@
-//! The L0 index (seed 002): a table of contents of the memory small enough
-//! to give an agent every session — the tree from root with one line per
-//! document, within a byte budget. Levels fill breadth first, so the top of
-//! the tree is always there; what does not fit is folded into a count.
+//! The outline (the spec's "L0 index"): a table of contents of the memory
+//! small enough to give an agent every session — the tree from root with
+//! one line per document, within a byte budget. Levels fill breadth first,
+//! so the top of the tree is always there; what does not fit is folded
+//! into a count.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::doc_id::DocId;
 
-/// What the index shows of one document.
+/// What the outline shows of one document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub summary: String,

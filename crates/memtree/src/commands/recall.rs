@@ -1,8 +1,9 @@
-//! `memtree query TASK --budget N --scope S`: a memory pack (seed 003).
+//! `memtree recall TASK --budget N --scope S` (alias `query`): a memory
+//! pack, as the `recall` tool makes it.
 
 use std::process::ExitCode;
 
-use memtree_core::parse_scope_argument;
+use memtree_core::{defaults, parse_scope_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -13,7 +14,7 @@ pub struct Args {
     #[arg(required = true, num_args = 1..)]
     task: Vec<String>,
     /// Token budget
-    #[arg(long, default_value_t = 1200)]
+    #[arg(long, default_value_t = defaults::PACK_BUDGET)]
     budget: usize,
     /// global, agent, project or ephemeral
     #[arg(long)]
