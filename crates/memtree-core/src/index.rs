@@ -61,14 +61,43 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchRequest {
     pub query: String,
+    /// How many matches the caller needs: an index returns at least this
+    /// many when there are, and may return more (all the candidates it
+    /// weighed), for the engine's ranking to choose from.
     pub limit: usize,
     pub scope: Option<Scope>,
     /// Only documents in this subtree (itself included).
     pub under: Option<DocId>,
-    /// Today, `YYYY-MM-DD`: memory whose `expires` is before it is stale.
-    pub today: String,
-    /// Unix time in nanoseconds, for recency.
-    pub now_ns: u64,
+}
+
+/// What an index answers: the passages that match, best BM25 score first,
+/// with what the ranking needs of their documents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matched {
+    pub matches: Vec<Match>,
+    /// Whether these are all the passages that match (else there are more
+    /// than the request's limit).
+    pub complete: bool,
+}
+
+/// One passage that matched: its hit, scored by BM25 alone (higher is
+/// better) and without its path, and its document's signals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    pub hit: Hit,
+    pub document: DocumentSignals,
+}
+
+/// What a document's front-matter and use say about its passages' worth.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DocumentSignals {
+    pub priority: Option<f64>,
+    pub tentative: bool,
+    pub deprecated: bool,
+    /// `YYYY-MM-DD…`.
+    pub expires: Option<String>,
+    /// How many memory packs drew on it.
+    pub uses: u64,
 }
 
 /// One passage that matched.
@@ -176,8 +205,9 @@ pub trait SearchIndex: Send + Sync {
     fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError>;
     /// Records that a document with an unchanged hash now has `stamp`.
     fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError>;
-    /// Ranked passages, best first; deprecated and expired memory excluded.
-    fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, IndexError>;
+    /// The passages that match, best BM25 score first; ranking them is
+    /// the engine's ([`crate::ranking`]).
+    fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;
     /// Ids from root down to the document's parent, by the indexed links.
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;

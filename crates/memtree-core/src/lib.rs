@@ -21,6 +21,7 @@ pub mod merge;
 pub mod namespace;
 pub mod outline;
 pub mod pack;
+pub mod ranking;
 pub mod refusal;
 pub mod remember;
 pub mod secrets;
@@ -40,8 +41,8 @@ pub use error::{
 pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
-    Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, SearchIndex, SearchRequest, TokenCounter,
-    Usage,
+    DocumentSignals, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match, Matched,
+    SearchIndex, SearchRequest, TokenCounter, Usage,
 };
 pub use memory::{Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};

@@ -9,13 +9,14 @@
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::{
-    DocId, Hit, IndexError, IndexStats, IndexedDoc, SearchIndex, SearchRequest, Stamp, Usage,
+    DocId, DocumentSignals, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, SearchIndex,
+    SearchRequest, Stamp, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -355,158 +356,13 @@ impl SearchIndex for SqliteIndex {
             .map_err(self.err())
     }
 
-    fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, IndexError> {
-        let mut terms = query_terms(&request.query);
-        if terms.is_empty() {
-            return Ok(vec![]);
-        }
+    fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
         let conn = self.conn();
         let err = self.err();
-        // How many passages hold each term decides its part in the match.
-        // A word in more than half of them weighs nothing in BM25 (FTS5
-        // floors its IDF) and is left out. A frequent word (in more than a
-        // tenth) still counts in the score, but only for passages that also
-        // hold a rarer word: ranking the thousands of passages that share
-        // nothing else with the query is most of a search's work, for hits
-        // that would rank last. A word of a short query that matches nothing
-        // is joined by the indexed terms one or two edits away.
-        let passages: i64 =
-            conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0)).map_err(&err)?;
-        let mut frequency =
-            conn.prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1").map_err(&err)?;
-        let short = terms.len() <= 4;
-        let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
-        for term in &terms {
-            let df: i64 = frequency.query_row([fts_literal(term)], |r| r.get(0)).map_err(&err)?;
-            if df == 0 {
-                if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
-                    rare.extend(near_words(&conn, term).map_err(&err)?);
-                }
-            } else if df * 2 > passages {
-                useless.push(term.clone());
-            } else if df * 10 > passages {
-                frequent.push(term.clone());
-            } else {
-                rare.push(term.clone());
-            }
-        }
-        let any = |words: &[String]| {
-            format!("({})", words.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR "))
+        let Some(plan) = plan(&conn, &request.query).map_err(&err)? else {
+            return Ok(Matched { matches: vec![], complete: true });
         };
-        let expression = match (rare.is_empty(), frequent.is_empty(), useless.is_empty()) {
-            (false, true, _) => any(&rare),
-            (false, false, _) => format!("{r} OR ({r} AND {f})", r = any(&rare), f = any(&frequent)),
-            (true, false, _) => any(&frequent),
-            (true, true, false) => any(&useless),
-            (true, true, true) => return Ok(vec![]),
-        };
-        for word in rare.iter().chain(&frequent) {
-            if !terms.contains(word) {
-                terms.push(word.clone());
-            }
-        }
-        let subtree: Option<HashSet<String>> = match &request.under {
-            Some(under) => Some(subtree(&conn, under.as_str()).map_err(&err)?),
-            None => None,
-        };
-        // FTS5 ranks alone; only the best candidates are joined to their
-        // passage and document, then filtered. When filters leave too few,
-        // the next, larger batch of candidates is taken.
-        let mut ranked = conn
-            .prepare_cached("SELECT rowid, rank FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")
-            .map_err(&err)?;
-        let mut details = conn
-            .prepare_cached(
-                "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
-                        d.confidence, d.status, d.expires, u.count
-                 FROM passages p JOIN docs d ON d.id = p.doc LEFT JOIN usage u ON u.id = p.doc
-                 WHERE p.rowid = ?1",
-            )
-            .map_err(&err)?;
-        let mut batch = (request.limit * 6).max(60);
-        let mut rows: Vec<Row> = Vec::new();
-        loop {
-            let candidates: Vec<(i64, f64)> = ranked
-                .query_map(params![expression, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(&err)?
-                .collect::<Result<_, _>>()
-                .map_err(&err)?;
-            rows.clear();
-            for &(rowid, rank) in &candidates {
-                let row = details
-                    .query_row([rowid], |r| {
-                        Ok(Row {
-                            doc: r.get(0)?,
-                            heading_path: r.get(1)?,
-                            text: r.get(2)?,
-                            line: r.get::<_, i64>(3)? as usize,
-                            rank,
-                            stamp: Stamp {
-                                len: r.get::<_, i64>(4)? as u64,
-                                modified_ns: r.get::<_, i64>(5)? as u64,
-                                tag: r.get::<_, i64>(6)? as u64,
-                            },
-                            scope: r.get(7)?,
-                            priority: r.get(8)?,
-                            tentative: r.get::<_, Option<String>>(9)?.as_deref() == Some("tentative"),
-                            stale: r.get::<_, Option<String>>(10)?.as_deref() == Some("deprecated")
-                                || r.get::<_, Option<String>>(11)?
-                                    .is_some_and(|e| e.get(..10).unwrap_or(&e) < request.today.as_str()),
-                            uses: r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u64,
-                        })
-                    })
-                    .optional()
-                    .map_err(&err)?;
-                let Some(row) = row else { continue };
-                let wanted_scope = request.scope.is_none_or(|s| row.scope.as_deref() == scope_str(Some(s)));
-                let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(&row.doc));
-                if !row.stale && wanted_scope && in_subtree {
-                    rows.push(row);
-                }
-            }
-            let exhausted = candidates.len() < batch;
-            if exhausted || distinct_enough(&rows, request.limit) {
-                break;
-            }
-            batch *= 4;
-        }
-        for row in &mut rows {
-            row.rank = -row.rank * signals(row, request.now_ns);
-        }
-        rows.sort_by(|a, b| b.rank.total_cmp(&a.rank));
-        // At most two passages of one document: the next document's best
-        // passage is worth more to the reader than a third one.
-        let mut per_doc: HashMap<String, usize> = HashMap::new();
-        rows.retain(|row| {
-            let n = per_doc.entry(row.doc.clone()).or_default();
-            *n += 1;
-            *n <= PASSAGES_PER_DOCUMENT
-        });
-        rows.truncate(request.limit);
-        let mut hits = Vec::with_capacity(rows.len());
-        let mut paths: HashMap<String, Vec<DocId>> = HashMap::new();
-        for row in rows {
-            let Ok(id) = DocId::parse(&row.doc) else { continue };
-            if !paths.contains_key(&row.doc) {
-                let path = path_to(&conn, &id).map_err(&err)?;
-                paths.insert(row.doc.clone(), path);
-            }
-            let heading_path: Vec<String> = serde_json::from_str(&row.heading_path).unwrap_or_default();
-            hits.push(Hit {
-                heading: heading_path.last().cloned().unwrap_or_default(),
-                heading_path,
-                score: row.rank,
-                path: paths[&row.doc].clone(),
-                excerpt: excerpt(&row.text, &terms),
-                text: row.text,
-                line: row.line,
-                scope: scope_from(row.scope),
-                stamp: row.stamp,
-                shared: false,
-                id,
-            });
-        }
-        Ok(hits)
+        execute(&conn, &plan, request).map_err(&err)
     }
 
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
@@ -570,46 +426,153 @@ impl SearchIndex for SqliteIndex {
     }
 }
 
-struct Row {
-    doc: String,
-    heading_path: String,
-    text: String,
-    line: usize,
-    rank: f64,
-    stamp: Stamp,
-    scope: Option<String>,
-    priority: Option<f64>,
-    tentative: bool,
-    /// Deprecated, or expired before today.
-    stale: bool,
-    uses: u64,
+/// How a query is run: the FTS5 expression, and the words whose matches
+/// an excerpt marks.
+#[derive(Debug, PartialEq)]
+struct QueryPlan {
+    expression: String,
+    terms: Vec<String>,
 }
 
-const PASSAGES_PER_DOCUMENT: usize = 2;
-
-/// Whether `rows` hold enough documents to fill `limit` hits.
-fn distinct_enough(rows: &[Row], limit: usize) -> bool {
-    let mut per_doc: HashMap<&str, usize> = HashMap::new();
-    let usable: usize = rows
-        .iter()
-        .filter(|r| {
-            let n = per_doc.entry(r.doc.as_str()).or_default();
-            *n += 1;
-            *n <= PASSAGES_PER_DOCUMENT
-        })
-        .count();
-    usable >= limit
+/// The plan for `query`, from how many passages hold each of its words;
+/// `None` when nothing can match.
+///
+/// A word in more than half of the passages weighs nothing in BM25 (FTS5
+/// floors its IDF) and is left out. A frequent word (in more than a tenth)
+/// still counts in the score, but only for passages that also hold a
+/// rarer word: ranking the thousands of passages that share nothing else
+/// with the query is most of a search's work, for hits that would rank
+/// last. A word of a short query that matches nothing is joined by the
+/// indexed words one or two edits away.
+fn plan(conn: &Connection, query: &str) -> rusqlite::Result<Option<QueryPlan>> {
+    let passages: i64 = conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
+    let mut frequency = conn.prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1")?;
+    plan_from(
+        query_terms(query),
+        passages,
+        |term| frequency.query_row([fts_literal(term)], |r| r.get(0)),
+        |term| near_words(conn, term),
+    )
 }
 
-/// The document signals of the spec, as a factor on BM25: priority,
-/// confidence, recency of the last change, and use in memory packs.
-fn signals(row: &Row, now_ns: u64) -> f64 {
-    let priority = 0.8 + 0.4 * row.priority.unwrap_or(0.5);
-    let confidence = if row.tentative { 0.9 } else { 1.0 };
-    let age_days = now_ns.saturating_sub(row.stamp.modified_ns) as f64 / 86_400e9;
-    let recency = 1.0 + 0.15 * (-age_days / 60.0).exp();
-    let usage = 1.0 + 0.05 * (1.0 + row.uses as f64).ln();
-    priority * confidence * recency * usage
+/// [`plan`], given the number of passages, each word's document frequency
+/// (`df`) and its near words.
+fn plan_from(
+    mut terms: Vec<String>,
+    passages: i64,
+    mut df: impl FnMut(&str) -> rusqlite::Result<i64>,
+    mut near: impl FnMut(&str) -> rusqlite::Result<Vec<String>>,
+) -> rusqlite::Result<Option<QueryPlan>> {
+    let short = terms.len() <= 4;
+    let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
+    for term in &terms {
+        let df = df(term)?;
+        if df == 0 {
+            if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
+                rare.extend(near(term)?);
+            }
+        } else if df * 2 > passages {
+            useless.push(term.clone());
+        } else if df * 10 > passages {
+            frequent.push(term.clone());
+        } else {
+            rare.push(term.clone());
+        }
+    }
+    let any = |words: &[String]| {
+        format!("({})", words.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR "))
+    };
+    let expression = match (rare.is_empty(), frequent.is_empty(), useless.is_empty()) {
+        (false, true, _) => any(&rare),
+        (false, false, _) => format!("{r} OR ({r} AND {f})", r = any(&rare), f = any(&frequent)),
+        (true, false, _) => any(&frequent),
+        (true, true, false) => any(&useless),
+        (true, true, true) => return Ok(None),
+    };
+    for word in rare.iter().chain(&frequent) {
+        if !terms.contains(word) {
+            terms.push(word.clone());
+        }
+    }
+    Ok(Some(QueryPlan { expression, terms }))
+}
+
+/// Runs `plan`: FTS5 ranks alone, then only the best candidates (six
+/// times the matches asked for, at least 60) are joined to their passage
+/// and document and filtered by scope and subtree; all that pass are
+/// returned, for the engine's ranking to choose from. When the filters
+/// leave fewer than asked for, the next, larger batch is taken.
+fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusqlite::Result<Matched> {
+    let subtree: Option<HashSet<String>> = match &request.under {
+        Some(under) => Some(subtree(conn, under.as_str())?),
+        None => None,
+    };
+    let mut ranked =
+        conn.prepare_cached("SELECT rowid, rank FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+    let mut details = conn.prepare_cached(
+        "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
+                d.confidence, d.status, d.expires, u.count
+         FROM passages p JOIN docs d ON d.id = p.doc LEFT JOIN usage u ON u.id = p.doc
+         WHERE p.rowid = ?1",
+    )?;
+    let mut batch = (request.limit * 6).max(60);
+    loop {
+        let candidates: Vec<(i64, f64)> = ranked
+            .query_map(params![plan.expression, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut matches = Vec::new();
+        for &(rowid, rank) in &candidates {
+            let found = details.query_row([rowid], |r| matched(r, rank, &plan.terms)).optional()?;
+            let Some(found) = found.flatten() else { continue };
+            let wanted_scope = request.scope.is_none_or(|s| found.hit.scope == Some(s));
+            let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()));
+            if wanted_scope && in_subtree {
+                matches.push(found);
+            }
+        }
+        let complete = candidates.len() < batch;
+        if complete || matches.len() >= request.limit {
+            return Ok(Matched { matches, complete });
+        }
+        batch *= 4;
+    }
+}
+
+/// A match from a row of the details query (none for a row whose id is not
+/// one); FTS5's rank is negative, lower better, and becomes a BM25 score,
+/// higher better.
+fn matched(r: &rusqlite::Row<'_>, rank: f64, terms: &[String]) -> rusqlite::Result<Option<Match>> {
+    let Ok(id) = DocId::parse(&r.get::<_, String>(0)?) else { return Ok(None) };
+    let heading_path: Vec<String> = serde_json::from_str(&r.get::<_, String>(1)?).unwrap_or_default();
+    let text: String = r.get(2)?;
+    let confidence: Option<String> = r.get(9)?;
+    let status: Option<String> = r.get(10)?;
+    Ok(Some(Match {
+        hit: Hit {
+            heading: heading_path.last().cloned().unwrap_or_default(),
+            heading_path,
+            score: -rank,
+            path: Vec::new(),
+            excerpt: excerpt(&text, terms),
+            text,
+            line: r.get::<_, i64>(3)? as usize,
+            scope: scope_from(r.get(7)?),
+            stamp: Stamp {
+                len: r.get::<_, i64>(4)? as u64,
+                modified_ns: r.get::<_, i64>(5)? as u64,
+                tag: r.get::<_, i64>(6)? as u64,
+            },
+            shared: false,
+            id,
+        },
+        document: DocumentSignals {
+            priority: r.get(8)?,
+            tentative: confidence.as_deref() == Some("tentative"),
+            deprecated: status.as_deref() == Some("deprecated"),
+            expires: r.get(11)?,
+            uses: r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u64,
+        },
+    }))
 }
 
 /// Words of the store one edit from `term` (two for words of eight
@@ -676,6 +639,39 @@ fn subtree(conn: &Connection, under: &str) -> rusqlite::Result<HashSet<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan of `query` in a store of 100 passages where each word is in
+    /// as many passages as `df` says (0 when not listed).
+    fn plan_of(query: &str, df: &[(&str, i64)]) -> Option<QueryPlan> {
+        let count = |term: &str| Ok(df.iter().find(|(w, _)| *w == term).map_or(0, |(_, n)| *n));
+        plan_from(query_terms(query), 100, count, |term| {
+            Ok(if term == "databse" { vec!["database".into()] } else { vec![] })
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_query_plan_weighs_words_by_how_many_passages_hold_them() {
+        let plan =
+            plan_of("postgres port service", &[("postgres", 3), ("port", 20), ("service", 90)]).unwrap();
+        // Rare words match alone; a frequent one only beside a rare one;
+        // one in most passages not at all.
+        assert_eq!(plan.expression, r#"("postgres") OR (("postgres") AND ("port"))"#);
+        assert_eq!(plan.terms, ["postgres", "port", "service"]);
+        let only_common = plan_of("the and", &[("the", 90), ("and", 95)]).unwrap();
+        assert_eq!(
+            only_common.expression, r#"("the" OR "and")"#,
+            "with nothing better, common words still match"
+        );
+        assert_eq!(plan_of("zzz", &[]), None, "nothing can match");
+    }
+
+    #[test]
+    fn a_short_query_s_unknown_word_brings_its_near_words() {
+        let plan = plan_of("databse", &[]).unwrap();
+        assert_eq!(plan.expression, r#"("database")"#);
+        assert_eq!(plan.terms, ["databse", "database"]);
+    }
 
     #[test]
     fn a_backend_error_keeps_its_sqlite_cause() {

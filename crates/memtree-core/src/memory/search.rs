@@ -8,8 +8,9 @@ use crate::date::civil_date;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter::Scope;
-use crate::index::{Found, Hit, SearchRequest};
+use crate::index::{Found, Hit, SearchIndex, SearchRequest};
 use crate::pack::{self, Pack};
+use crate::ranking;
 use crate::refusal::{Refusal, Subject};
 
 impl Memory {
@@ -32,20 +33,17 @@ impl Memory {
             return Err(MemoryError::NotFound { id: under.clone() });
         }
         self.restore_invariants()?;
-        let now_ns = self.settings.clock.now_ns();
         let request = SearchRequest {
             query: query.to_owned(),
             limit: limit.clamp(1, 50),
             scope,
             under: under.cloned(),
-            today: civil_date(now_ns / 1_000_000_000),
-            now_ns,
         };
         // A hit from a document changed since it was indexed (by an editor,
         // before the watcher or the next reconciliation saw it) is indexed
         // again and the query run again.
         for _ in 0..3 {
-            let hits = index.search(&request)?;
+            let hits = self.ranked(index.as_ref(), &request)?;
             let mut stale = Vec::new();
             for hit in &hits {
                 if self.storage.stamp(&hit.id)? != Some(hit.stamp) && !stale.contains(&hit.id) {
@@ -60,7 +58,34 @@ impl Memory {
                 return Ok(self.still_in_their_files(hits, &stale));
             }
         }
-        Ok(index.search(&request)?)
+        self.ranked(index.as_ref(), &request)
+    }
+
+    /// The best `request.limit` hits by the ranking policy, with their
+    /// paths. The index ranks by BM25 alone, and the policy drops some of
+    /// its matches: when too few are left, a larger batch is asked for.
+    fn ranked(&self, index: &dyn SearchIndex, request: &SearchRequest) -> Result<Vec<Hit>, MemoryError> {
+        let now_ns = self.settings.clock.now_ns();
+        let today = civil_date(now_ns / 1_000_000_000);
+        let limit = request.limit;
+        let mut wanted = request.clone();
+        let matches = loop {
+            let matched = index.search(&wanted)?;
+            let current = ranking::current(matched.matches, &today);
+            if matched.complete || ranking::fills(&current, limit) {
+                break current;
+            }
+            wanted.limit *= 4;
+        };
+        let mut hits = ranking::rank(matches, limit, now_ns);
+        let mut paths: HashMap<DocId, Vec<DocId>> = HashMap::new();
+        for hit in &mut hits {
+            if !paths.contains_key(&hit.id) {
+                paths.insert(hit.id.clone(), index.path(&hit.id)?);
+            }
+            hit.path = paths[&hit.id].clone();
+        }
+        Ok(hits)
     }
 
     /// The hits whose passage is still in its document, for an index that
