@@ -7,7 +7,7 @@
 //! naming the arguments its own way.
 
 use crate::doc_id::{DocId, IdError};
-use crate::front_matter::{FrontMatterError, Scope, Status};
+use crate::front_matter::FrontMatterError;
 use crate::history::HistoryError;
 use crate::index::IndexError;
 use crate::refusal::{Refusal, Subject};
@@ -146,45 +146,5 @@ impl MemoryError {
             Some(detail) => format!("{first}\n{detail}"),
             None => first,
         }
-    }
-}
-
-/// Turns an optional raw id argument into a `DocId`; omitted or empty means
-/// `root`, as the seed tools have it.
-pub fn parse_id_argument(argument: &'static str, raw: Option<&str>) -> Result<DocId, MemoryError> {
-    match raw {
-        None | Some("") => Ok(DocId::root()),
-        Some(raw) => DocId::parse(raw).map_err(|error| MemoryError::InvalidId {
-            argument,
-            raw: raw.chars().take(DocId::MAX_LEN + 8).collect(),
-            error,
-        }),
-    }
-}
-
-/// Turns an optional raw scope argument into a `Scope`.
-pub fn parse_scope_argument(raw: Option<&str>) -> Result<Option<Scope>, MemoryError> {
-    parse_word_argument("scope", raw, Scope::parse, "one of global, agent, project, ephemeral")
-}
-
-/// Turns an optional raw status argument into a `Status`.
-pub fn parse_status_argument(raw: Option<&str>) -> Result<Option<Status>, MemoryError> {
-    parse_word_argument("status", raw, Status::parse, "active or deprecated")
-}
-
-/// An optional word argument (omitted or empty: `None`), or an error that
-/// says which words there are.
-fn parse_word_argument<T>(
-    argument: &'static str,
-    raw: Option<&str>,
-    parse: fn(&str) -> Option<T>,
-    expected: &str,
-) -> Result<Option<T>, MemoryError> {
-    match raw.map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(word) => parse(word).map(Some).ok_or_else(|| MemoryError::InvalidArgument {
-            argument,
-            what: format!("{word:?} is not {expected}"),
-        }),
     }
 }

@@ -5,6 +5,7 @@
 //! [`Memory`], backends implement [`Storage`].
 
 pub mod answer;
+pub mod arguments;
 pub mod cite;
 pub mod conflicts;
 pub mod date;
@@ -33,11 +34,12 @@ pub use answer::{
     DocumentInfo, MoveOutcome, Reconciliation, Remembered, Restored, SplitOutcome, StoreStatus,
     UpdateOutcome, ValidationReport,
 };
+pub use arguments::{
+    LifecycleArguments, parse_id_argument, parse_mode_argument, parse_scope_argument, parse_status_argument,
+};
 pub use cite::SHARED_PREFIX;
 pub use doc_id::{DocId, IdError};
-pub use error::{
-    CrossTreeReason, MemoryError, parse_id_argument, parse_scope_argument, parse_status_argument,
-};
+pub use error::{CrossTreeReason, MemoryError};
 pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{

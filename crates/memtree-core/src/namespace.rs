@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
+use crate::arguments::parse_id_argument;
 use crate::cite::SHARED_PREFIX;
 use crate::doc_id::DocId;
-use crate::error::{MemoryError, parse_id_argument};
+use crate::error::MemoryError;
 use crate::front_matter::Scope;
 use crate::index::Found;
 use crate::memory::{Memory, PACK_CANDIDATES, check_pack_request, relative};

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use memtree_core::{
-    Edit, FactPlace, Lifecycle, MemoryError, Namespaced, defaults, pack, parse_scope_argument,
-    parse_status_argument,
+    Edit, FactPlace, LifecycleArguments, MemoryError, Namespaced, defaults, pack, parse_mode_argument,
+    parse_scope_argument,
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -368,12 +368,7 @@ impl MemtreeServer {
         self.run(move |m| {
             let (memory, document, parent) =
                 m.for_remember(args.document.as_deref(), args.parent.as_deref())?;
-            let mode = match args.mode.as_deref() {
-                None | Some("") => memtree_core::remember::Mode::Upsert,
-                Some(raw) => {
-                    raw.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?
-                }
-            };
+            let mode = parse_mode_argument(args.mode.as_deref())?;
             let place = FactPlace {
                 document: document.as_ref(),
                 section: args.section.as_deref(),
@@ -392,16 +387,16 @@ impl MemtreeServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let t = m.for_write("id", Some(&args.id))?;
-            let status = parse_status_argument(args.status.as_deref())?;
-            let superseded_by =
-                args.superseded_by.as_deref().map(|s| m.beside(&t, "superseded_by", s)).transpose()?;
-            let change = Lifecycle {
-                status,
-                scope: parse_scope_argument(args.scope.as_deref())?,
-                priority: args.priority,
-                expires: args.expires,
-                superseded_by,
-            };
+            let change = m.lifecycle_change(
+                &t,
+                LifecycleArguments {
+                    status: args.status.as_deref(),
+                    scope: args.scope.as_deref(),
+                    priority: args.priority,
+                    expires: args.expires,
+                    superseded_by: args.superseded_by.as_deref(),
+                },
+            )?;
             t.memory.set_lifecycle(&t.id, &change, &args.why)
         })
         .await
@@ -415,14 +410,7 @@ impl MemtreeServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.run(move |m| {
             let t = m.for_write("id", Some(&args.id))?;
-            let plan = match args.plan {
-                None => None,
-                Some(plan) => Some(
-                    plan.into_iter()
-                        .map(|(child, headings)| Ok((m.beside(&t, "plan", &child)?, headings)))
-                        .collect::<Result<Vec<_>, MemoryError>>()?,
-                ),
-            };
+            let plan = args.plan.map(|plan| m.split_plan(&t, "plan", plan)).transpose()?;
             Ok(t.memory.split_document(&t.id, plan.as_deref())?.report())
         })
         .await

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use memtree_core::{Lifecycle, parse_scope_argument, parse_status_argument};
+use memtree_core::LifecycleArguments;
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -34,17 +34,16 @@ pub struct Args {
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let trees = super::open_trees(settings)?;
     let target = trees.for_write("id", Some(&args.id))?;
-    let change = Lifecycle {
-        status: parse_status_argument(args.status.as_deref())?,
-        scope: parse_scope_argument(args.scope.as_deref())?,
-        priority: args.priority,
-        expires: args.expires,
-        superseded_by: args
-            .superseded_by
-            .as_deref()
-            .map(|s| trees.beside(&target, "superseded_by", s))
-            .transpose()?,
-    };
+    let change = trees.lifecycle_change(
+        &target,
+        LifecycleArguments {
+            status: args.status.as_deref(),
+            scope: args.scope.as_deref(),
+            priority: args.priority,
+            expires: args.expires,
+            superseded_by: args.superseded_by.as_deref(),
+        },
+    )?;
     let answer = target.memory.set_lifecycle(&target.id, &change, &args.why)?;
     super::print(&answer)?;
     Ok(ExitCode::SUCCESS)

@@ -4,8 +4,7 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use memtree_core::remember::Mode;
-use memtree_core::{FactPlace, MemoryError};
+use memtree_core::{FactPlace, parse_mode_argument};
 
 use crate::cli::Failure;
 use crate::settings::Settings;
@@ -27,8 +26,7 @@ pub struct Args {
 }
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
-    let mode: Mode =
-        args.mode.parse().map_err(|what| MemoryError::InvalidArgument { argument: "mode", what })?;
+    let mode = parse_mode_argument(Some(&args.mode))?;
     let mut fact = String::new();
     std::io::stdin()
         .read_to_string(&mut fact)

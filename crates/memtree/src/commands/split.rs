@@ -26,9 +26,9 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             return Err(MemoryError::InvalidArgument { argument: "into", what }.into());
         };
         let headings = headings.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect();
-        plan.push((trees.beside(&target, "into", child.trim())?, headings));
+        plan.push((child.trim().to_owned(), headings));
     }
-    let plan = (!plan.is_empty()).then_some(plan);
+    let plan = (!plan.is_empty()).then(|| trees.split_plan(&target, "into", plan)).transpose()?;
     let outcome = target.memory.split_document(&target.id, plan.as_deref())?;
     super::print(&outcome.report())?;
     Ok(ExitCode::SUCCESS)
