@@ -27,6 +27,16 @@ fn slug(name: &str) -> String {
     if words.is_empty() { "note".to_owned() } else { words.join("_") }
 }
 
+/// A top-level section: its heading and its body.
+type Section = (String, String);
+
+/// A new document a split makes: its id, its title and its body.
+struct Piece {
+    id: DocId,
+    title: String,
+    body: String,
+}
+
 impl Memory {
     /// Splits a document into children: one per top-level section (`plan`
     /// `None`), or as the plan says (child id → the headings it takes; the
@@ -38,7 +48,6 @@ impl Memory {
         id: &DocId,
         plan: Option<&[(DocId, Vec<String>)]>,
     ) -> Result<SplitOutcome, MemoryError> {
-        let conflict = |c: PlanConflict| MemoryError::from(Refusal::Plan(c));
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _lock = self.lock(LockMode::Exclusive)?;
         let text = self.read_existing(id)?;
@@ -48,89 +57,101 @@ impl Memory {
         if tops.sections.is_empty() {
             return Err(Refusal::NoSections { id: id.clone() }.into());
         }
-        // (child id, title, body) of each new document; the rest stays.
-        let mut children: Vec<(DocId, String, String)> = Vec::new();
-        let mut kept: Vec<(String, String)> = Vec::new();
-        match plan {
-            None => {
-                let mut taken = HashSet::new();
-                for (heading, body) in &tops.sections {
-                    let child = self.free_id(Some(id), heading, &taken)?;
-                    taken.insert(child.folded());
-                    children.push((child, heading.clone(), body.clone()));
-                }
-            }
-            Some(plan) => {
-                let mut assigned: HashMap<&str, &DocId> = HashMap::new();
-                let mut occurs: HashMap<&str, usize> = HashMap::new();
-                for (t, _) in &tops.sections {
-                    *occurs.entry(t.as_str()).or_default() += 1;
-                }
-                for (child, headings) in plan {
-                    if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
-                        return Err(conflict(PlanConflict::ChildExists { child: child.clone() }));
-                    }
-                    for h in headings {
-                        if occurs.get(h.as_str()) != Some(&1) {
-                            return Err(conflict(PlanConflict::NoSingleSection {
-                                heading: h.clone(),
-                                sections: tops.sections.iter().map(|(t, _)| t.clone()).collect(),
-                            }));
-                        }
-                        if let Some(other) = assigned.insert(h.as_str(), child) {
-                            return Err(conflict(PlanConflict::SectionTwice {
-                                heading: h.clone(),
-                                first: other.clone(),
-                                second: child.clone(),
-                            }));
-                        }
-                    }
-                }
-                let mut bodies: HashMap<&DocId, String> = HashMap::new();
-                for (t, b) in &tops.sections {
-                    if let Some(child) = assigned.get(t.as_str()) {
-                        bodies.entry(child).or_default().push_str(&format!("## {t}{eol}{b}"));
-                    }
-                }
-                for (child, _) in plan {
-                    let body = bodies.remove(child).unwrap_or_default();
-                    children.push((
-                        child.clone(),
-                        child.as_str().rsplit('/').next().unwrap_or("").to_owned(),
-                        body,
-                    ));
-                }
-                kept = tops
-                    .sections
-                    .iter()
-                    .filter(|(t, _)| !assigned.contains_key(t.as_str()))
-                    .cloned()
-                    .collect();
-            }
-        }
-        let mut parent = format!("{}{}", split.head, tops.preamble.trim_end());
-        for (heading, body) in &kept {
-            parent.push_str(&format!("{eol}{eol}## {heading}{eol}{}", body.trim_end()));
-        }
-        parent.push_str(&format!("{eol}{eol}"));
-        for (child, title, body) in &children {
-            let summary = outline::first_sentence(body);
-            let summary = if summary.is_empty() { title.clone() } else { summary };
-            parent.push_str(&format!("- [[{child}]]: {summary}{eol}"));
-        }
-        let mut puts = vec![(id.clone(), parent)];
+        let (pieces, kept) = match plan {
+            None => (self.one_per_section(id, &tops.sections)?, Vec::new()),
+            Some(plan) => self.as_planned(&tops.sections, plan, eol)?,
+        };
+        let mut puts = vec![(id.clone(), parent_text(split.head, &tops.preamble, &kept, &pieces, eol))];
         puts.extend(
-            children.iter().map(|(child, title, body)| {
-                (child.clone(), format!("# {title}{eol}{eol}{}{eol}", body.trim()))
-            }),
+            pieces.iter().map(|p| (p.id.clone(), format!("# {}{eol}{eol}{}{eol}", p.title, p.body.trim()))),
         );
-        // Every link must end up with one parent: a child of the split
-        // document moves with its section; a new id becomes a new document.
-        let new_children: HashSet<&DocId> = children.iter().map(|(c, _, _)| c).collect();
+        let templates = self.check_split(id, &puts, &pieces)?;
+        puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
+        let change = Change { puts, deletes: vec![], label: format!("split {id}") };
+        let warning = self.apply_change(&change)?;
+        Ok(SplitOutcome { children: pieces.into_iter().map(|p| p.id).collect(), created: templates, warning })
+    }
+
+    /// A child of `id` per section, named after its heading.
+    fn one_per_section(&self, id: &DocId, sections: &[Section]) -> Result<Vec<Piece>, MemoryError> {
+        let mut taken = HashSet::new();
+        let mut pieces = Vec::with_capacity(sections.len());
+        for (heading, body) in sections {
+            let child = self.free_id(Some(id), heading, &taken)?;
+            taken.insert(child.folded());
+            pieces.push(Piece { id: child, title: heading.clone(), body: body.clone() });
+        }
+        Ok(pieces)
+    }
+
+    /// The children a plan names, each with the sections it takes, and the
+    /// sections that stay; refused when a child exists or a heading is not
+    /// exactly one section, or is given twice.
+    fn as_planned(
+        &self,
+        sections: &[Section],
+        plan: &[(DocId, Vec<String>)],
+        eol: &str,
+    ) -> Result<(Vec<Piece>, Vec<Section>), MemoryError> {
+        let conflict = |c: PlanConflict| MemoryError::from(Refusal::Plan(c));
+        let mut assigned: HashMap<&str, &DocId> = HashMap::new();
+        let mut occurs: HashMap<&str, usize> = HashMap::new();
+        for (t, _) in sections {
+            *occurs.entry(t.as_str()).or_default() += 1;
+        }
+        for (child, headings) in plan {
+            if self.storage.stamp(child)?.is_some() || self.storage.find_folded(child)?.is_some() {
+                return Err(conflict(PlanConflict::ChildExists { child: child.clone() }));
+            }
+            for h in headings {
+                if occurs.get(h.as_str()) != Some(&1) {
+                    return Err(conflict(PlanConflict::NoSingleSection {
+                        heading: h.clone(),
+                        sections: sections.iter().map(|(t, _)| t.clone()).collect(),
+                    }));
+                }
+                if let Some(other) = assigned.insert(h.as_str(), child) {
+                    return Err(conflict(PlanConflict::SectionTwice {
+                        heading: h.clone(),
+                        first: other.clone(),
+                        second: child.clone(),
+                    }));
+                }
+            }
+        }
+        let mut bodies: HashMap<&DocId, String> = HashMap::new();
+        for (t, b) in sections {
+            if let Some(child) = assigned.get(t.as_str()) {
+                bodies.entry(child).or_default().push_str(&format!("## {t}{eol}{b}"));
+            }
+        }
+        let pieces = plan
+            .iter()
+            .map(|(child, _)| Piece {
+                id: child.clone(),
+                title: child.as_str().rsplit('/').next().unwrap_or("").to_owned(),
+                body: bodies.remove(child).unwrap_or_default(),
+            })
+            .collect();
+        let kept = sections.iter().filter(|(t, _)| !assigned.contains_key(t.as_str())).cloned().collect();
+        Ok((pieces, kept))
+    }
+
+    /// Checks the texts a split of `id` puts: sizes, links per document,
+    /// and that every link ends up with one parent (a child of the split
+    /// document moves with its section, a level deeper with its subtree).
+    /// Returns the ids linked that do not exist yet, to be created.
+    fn check_split(
+        &self,
+        id: &DocId,
+        puts: &[(DocId, String)],
+        pieces: &[Piece],
+    ) -> Result<Vec<DocId>, MemoryError> {
+        let new_children: HashSet<&DocId> = pieces.iter().map(|p| &p.id).collect();
         let mut owner: HashMap<DocId, DocId> = HashMap::new();
         let mut templates = Vec::new();
         let mut moved_down = Vec::new();
-        for (doc, doc_text) in &puts {
+        for (doc, doc_text) in puts {
             let limit = self.settings.max_document_bytes;
             if doc_text.len() > limit {
                 return Err(MemoryError::TooLarge { len: doc_text.len(), limit });
@@ -141,7 +162,8 @@ impl Memory {
             }
             for link in links {
                 if let Some(first) = owner.insert(link.clone(), doc.clone()) {
-                    return Err(conflict(PlanConflict::LinkedTwice { link, first, second: doc.clone() }));
+                    let twice = PlanConflict::LinkedTwice { link, first, second: doc.clone() };
+                    return Err(Refusal::Plan(twice).into());
                 }
                 if new_children.contains(&link) {
                     continue;
@@ -153,8 +175,6 @@ impl Memory {
                 }
             }
         }
-        // A child that moves with its section goes a level deeper, with
-        // its subtree.
         if !moved_down.is_empty() {
             let tree = self.tree_unlocked()?.0;
             let depth = tree.depth(id) + 2;
@@ -162,14 +182,7 @@ impl Memory {
                 self.check_depth(Subject::Id, link, depth + tree.height(link))?;
             }
         }
-        puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
-        let change = Change { puts, deletes: vec![], label: format!("split {id}") };
-        let warning = self.apply_change(&change)?;
-        Ok(SplitOutcome {
-            children: children.into_iter().map(|(c, _, _)| c).collect(),
-            created: templates,
-            warning,
-        })
+        Ok(templates)
     }
 
     /// A free id for a new document named `name` (under `parent`'s folder
@@ -237,4 +250,20 @@ impl Memory {
             }
         }))
     }
+}
+
+/// The split document's new text: its front-matter and preamble, the
+/// sections it keeps, then a `- [[child]]: summary` line per new child.
+fn parent_text(head: &str, preamble: &str, kept: &[Section], pieces: &[Piece], eol: &str) -> String {
+    let mut parent = format!("{head}{}", preamble.trim_end());
+    for (heading, body) in kept {
+        parent.push_str(&format!("{eol}{eol}## {heading}{eol}{}", body.trim_end()));
+    }
+    parent.push_str(&format!("{eol}{eol}"));
+    for piece in pieces {
+        let summary = outline::first_sentence(&piece.body);
+        let summary = if summary.is_empty() { piece.title.clone() } else { summary };
+        parent.push_str(&format!("- [[{}]]: {summary}{eol}", piece.id));
+    }
+    parent
 }
