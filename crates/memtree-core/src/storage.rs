@@ -117,7 +117,12 @@ pub struct Recovery {
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     #[error("{op} {path}: {error}")]
-    Io { op: &'static str, path: String, error: std::io::Error },
+    Io {
+        op: &'static str,
+        path: String,
+        #[source]
+        error: std::io::Error,
+    },
     #[error("document {id}: {reason}")]
     Unreadable { id: DocId, reason: Unreadable },
     #[error(

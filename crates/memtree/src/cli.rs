@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use memtree_core::{HistoryError, IndexError, MemoryError, Subject};
+use memtree_core::{HistoryError, IndexError, MemoryError, StorageError, Subject};
 
 use crate::commands;
 use crate::settings::{GlobalArgs, Settings, env, var};
@@ -141,7 +141,11 @@ fn render(error: &anyhow::Error) -> String {
             out.push_str(": ");
         }
         out.push_str(&cause.to_string());
-        if cause.is::<MemoryError>() || cause.is::<HistoryError>() || cause.is::<IndexError>() {
+        if cause.is::<MemoryError>()
+            || cause.is::<StorageError>()
+            || cause.is::<HistoryError>()
+            || cause.is::<IndexError>()
+        {
             break;
         }
     }
