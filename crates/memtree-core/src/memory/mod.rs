@@ -1,5 +1,8 @@
-//! `Memory`: the engine every adapter (MCP tools, CLI) calls, as one-line
-//! entry points into one module per operation.
+//! `Memory`: the engine every adapter (MCP tools, CLI) calls. Each
+//! operation is an `impl Memory` block in a module of its own (`update`,
+//! `edit`, `move_document`, `split`, `remember`, `lifecycle`, `versions`,
+//! `read`, `search`, `health`, `index_sync`), over the shared steps of
+//! `rewrite` and the rules of `tree_rules`.
 //!
 //! This module keeps what every operation shares: the struct, opening a
 //! store, the locks, applying a checked change and restoring the store's
@@ -40,6 +43,8 @@ use crate::tree::{Finding, Tree};
 use index_sync::CatchingUp;
 use tree_cache::TreeCache;
 
+/// The engine over one store: its documents, and the search index and
+/// history beside them.
 pub struct Memory {
     storage: Arc<dyn Storage>,
     index: Option<Arc<dyn SearchIndex>>,
