@@ -46,7 +46,7 @@ pub use index::{
     DocumentSignals, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match, Matched,
     SearchIndex, SearchRequest, TokenCounter, Usage,
 };
-pub use memory::{Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
+pub use memory::{Clock, Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};
 pub use pack::Pack;
 pub use refusal::{PlanConflict, Refusal, Subject};
