@@ -78,10 +78,13 @@ pub struct Matched {
     /// Whether these are all the passages that match (else there are more
     /// than the request's limit).
     pub complete: bool,
+    /// The words matched (the query's, and those that stand in for a
+    /// misspelt one), for [`SearchIndex::excerpt`].
+    pub terms: Vec<String>,
 }
 
 /// One passage that matched: its hit, scored by BM25 alone (higher is
-/// better) and without its path, and its document's signals.
+/// better), without its path and excerpt, and its document's signals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Match {
     pub hit: Hit,
@@ -208,6 +211,9 @@ pub trait SearchIndex: Send + Sync {
     /// The passages that match, best BM25 score first; ranking them is
     /// the engine's ([`crate::ranking`]).
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;
+    /// The lines of `passage` that hold `terms` (as this index matches
+    /// words), marked `**…**`, for a hit the engine keeps.
+    fn excerpt(&self, passage: &str, terms: &[String]) -> String;
     /// Ids from root down to the document's parent, by the indexed links.
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;

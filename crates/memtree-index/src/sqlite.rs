@@ -360,9 +360,13 @@ impl SearchIndex for SqliteIndex {
         let conn = self.conn();
         let err = self.err();
         let Some(plan) = plan(&conn, &request.query).map_err(&err)? else {
-            return Ok(Matched { matches: vec![], complete: true });
+            return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
         };
         execute(&conn, &plan, request).map_err(&err)
+    }
+
+    fn excerpt(&self, passage: &str, terms: &[String]) -> String {
+        excerpt(passage, terms)
     }
 
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
@@ -522,7 +526,7 @@ fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusq
             .collect::<Result<_, _>>()?;
         let mut matches = Vec::new();
         for &(rowid, rank) in &candidates {
-            let found = details.query_row([rowid], |r| matched(r, rank, &plan.terms)).optional()?;
+            let found = details.query_row([rowid], |r| matched(r, rank)).optional()?;
             let Some(found) = found.flatten() else { continue };
             let wanted_scope = request.scope.is_none_or(|s| found.hit.scope == Some(s));
             let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()));
@@ -532,7 +536,7 @@ fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusq
         }
         let complete = candidates.len() < batch;
         if complete || matches.len() >= request.limit {
-            return Ok(Matched { matches, complete });
+            return Ok(Matched { matches, complete, terms: plan.terms.clone() });
         }
         batch *= 4;
     }
@@ -541,7 +545,7 @@ fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusq
 /// A match from a row of the details query (none for a row whose id is not
 /// one); FTS5's rank is negative, lower better, and becomes a BM25 score,
 /// higher better.
-fn matched(r: &rusqlite::Row<'_>, rank: f64, terms: &[String]) -> rusqlite::Result<Option<Match>> {
+fn matched(r: &rusqlite::Row<'_>, rank: f64) -> rusqlite::Result<Option<Match>> {
     let Ok(id) = DocId::parse(&r.get::<_, String>(0)?) else { return Ok(None) };
     let heading_path: Vec<String> = serde_json::from_str(&r.get::<_, String>(1)?).unwrap_or_default();
     let text: String = r.get(2)?;
@@ -553,7 +557,7 @@ fn matched(r: &rusqlite::Row<'_>, rank: f64, terms: &[String]) -> rusqlite::Resu
             heading_path,
             score: -rank,
             path: Vec::new(),
-            excerpt: excerpt(&text, terms),
+            excerpt: String::new(),
             text,
             line: r.get::<_, i64>(3)? as usize,
             scope: scope_from(r.get(7)?),

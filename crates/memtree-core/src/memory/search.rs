@@ -62,18 +62,18 @@ impl Memory {
     }
 
     /// The best `request.limit` hits by the ranking policy, with their
-    /// paths. The index ranks by BM25 alone, and the policy drops some of
+    /// paths and excerpts. The index ranks by BM25 alone, and the policy drops some of
     /// its matches: when too few are left, a larger batch is asked for.
     fn ranked(&self, index: &dyn SearchIndex, request: &SearchRequest) -> Result<Vec<Hit>, MemoryError> {
         let now_ns = self.settings.clock.now_ns();
         let today = civil_date(now_ns / 1_000_000_000);
         let limit = request.limit;
         let mut wanted = request.clone();
-        let matches = loop {
+        let (matches, terms) = loop {
             let matched = index.search(&wanted)?;
             let current = ranking::current(matched.matches, &today);
             if matched.complete || ranking::fills(&current, limit) {
-                break current;
+                break (current, matched.terms);
             }
             wanted.limit *= 4;
         };
@@ -84,6 +84,7 @@ impl Memory {
                 paths.insert(hit.id.clone(), index.path(&hit.id)?);
             }
             hit.path = paths[&hit.id].clone();
+            hit.excerpt = index.excerpt(&hit.text, &terms);
         }
         Ok(hits)
     }
