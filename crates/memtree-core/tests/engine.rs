@@ -1,103 +1,15 @@
 //! Engine behaviour over real backends: every tree rule, pruning,
 //! front-matter, external edits and concurrent writers.
 //!
-//! Stores are written as fixtures: `//- /id.md` headers, each followed by
-//! that document's text.
+//! Stores are written as fixtures (`memtree_test::fixture`): `//- /id.md`
+//! headers, each followed by that document's text.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
-use memtree_core::{DocId, FactPlace, Memory, MemoryError, MemorySettings, Storage};
-use memtree_store::{InMemoryStorage, LocalStorage};
-
-fn id(s: &str) -> DocId {
-    DocId::parse(s).unwrap()
-}
-
-/// A store on disk filled from a fixture, and an engine over it.
-struct Fixture {
-    dir: tempfile::TempDir,
-    memory: Memory,
-}
-
-impl Fixture {
-    fn new(fixture: &str) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in parse_fixture(fixture) {
-            let file = dir.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
-        }
-        let memory = open(dir.path());
-        Fixture { dir, memory }
-    }
-
-    /// Every file of the store except derived state, for before/after checks.
-    fn files(&self) -> BTreeMap<String, String> {
-        files(self.dir.path())
-    }
-
-    fn read(&self, id_: &str) -> String {
-        self.memory.read_document(&id(id_)).unwrap()
-    }
-
-    fn update(&self, id_: &str, content: &str) -> Result<String, MemoryError> {
-        self.memory.update_document(&id(id_), content, None).map(|o| o.report())
-    }
-
-    /// Updates, expecting an error: returns its report and checks that
-    /// nothing changed.
-    fn refuse(&self, id_: &str, content: &str) -> String {
-        let before = self.files();
-        let report = self.update(id_, content).unwrap_err().report();
-        assert_eq!(before, self.files(), "a refused update changed the store: {report}");
-        report
-    }
-
-    fn tree(&self) -> String {
-        self.memory.tree().unwrap().render_yaml()
-    }
-}
-
-fn open(dir: &Path) -> Memory {
-    Memory::open(Arc::new(LocalStorage::open(dir).unwrap()), MemorySettings::default()).unwrap()
-}
-
-fn parse_fixture(fixture: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in fixture.trim_start().split_inclusive('\n') {
-        if let Some(path) = line.strip_prefix("//- ") {
-            out.push((path.trim().to_owned(), String::new()));
-        } else {
-            out.last_mut()
-                .expect("fixture starts with a //- header")
-                .1
-                .push_str(line.trim_start_matches("    "));
-        }
-    }
-    out
-}
-
-fn files(root: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            if rel == ".memtree" {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.insert(rel, String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned());
-            }
-        }
-    }
-    out
-}
+use memtree_core::{DocId, FactPlace, MemoryError, MemorySettings, Storage};
+use memtree_store::LocalStorage;
+use memtree_test::fixture::files;
+use memtree_test::{Store, id, in_memory, open_store, open_store_with};
 
 const SEED_TREE: &str = "
 //- /root.md
@@ -125,17 +37,17 @@ const SEED_TREE: &str = "
 fn a_new_store_has_root_from_the_template() {
     let dir = tempfile::tempdir().unwrap();
     let settings = MemorySettings { root_template: "# メモ帳\n".into(), ..MemorySettings::default() };
-    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    let memory = open_store_with(dir.path(), settings);
     assert_eq!(memory.read_document(&DocId::root()).unwrap(), "# メモ帳\n");
     assert_eq!(memory.tree().unwrap().render_yaml(), "root: []\n");
     // Reopening does not overwrite root.
     memory.update_document(&DocId::root(), "# changed\n", None).unwrap();
-    assert_eq!(open(dir.path()).read_document(&DocId::root()).unwrap(), "# changed\n");
+    assert_eq!(open_store(dir.path()).read_document(&DocId::root()).unwrap(), "# changed\n");
 }
 
 #[test]
 fn links_create_children_in_link_order() {
-    let f = Fixture::new("//- /root.md\n# Memory\n");
+    let f = Store::new("//- /root.md\n# Memory\n");
     assert_eq!(
         f.update("root", "# M\n- [[b]]\n- [[a]]\n- [[b]] again\n").unwrap(),
         "Succeeded\nCreated: b, a"
@@ -146,13 +58,13 @@ fn links_create_children_in_link_order() {
         f.update("a", "see [[a1|the first]] and [[projects/silica]]").unwrap(),
         "Succeeded\nCreated: a1, projects/silica"
     );
-    assert!(f.dir.path().join("projects/silica.md").is_file());
+    assert!(f.path().join("projects/silica.md").is_file());
     assert_eq!(f.tree(), "root:\n  - b\n  - a:\n    - a1\n    - projects/silica\n");
 }
 
 #[test]
 fn seed_tree_renders_as_the_seed_shows() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     assert_eq!(
         f.tree(),
         "root:\n  - project_overview:\n    - architecture:\n      - db_schema\n      - service_layer\n    \
@@ -163,7 +75,7 @@ fn seed_tree_renders_as_the_seed_shows() {
 
 #[test]
 fn every_cross_tree_link_is_refused_with_its_reason() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     let cases = [
         ("tech_decisions", "[[architecture]]", "[[architecture]] is a child of project_overview"),
         ("dependencies", "[[architecture]]", "[[architecture]] is a child of project_overview"),
@@ -191,7 +103,7 @@ fn every_cross_tree_link_is_refused_with_its_reason() {
 
 #[test]
 fn linking_an_orphan_is_refused() {
-    let f = Fixture::new("//- /root.md\n# M\n//- /stray.md\n# stray\n");
+    let f = Store::new("//- /root.md\n# M\n//- /stray.md\n# stray\n");
     assert_eq!(
         f.refuse("root", "[[stray]]"),
         "Error: content: cross-tree reference not allowed\n[[stray]] exists but no document links it (see `memtree validate`)"
@@ -200,7 +112,7 @@ fn linking_an_orphan_is_refused() {
 
 #[test]
 fn other_bad_input_is_refused_and_changes_nothing() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     assert_eq!(f.refuse("nope", "x"), "Error: id: not found");
     assert_eq!(f.memory.read_document(&id("nope")).unwrap_err().report(), "Error: id: not found");
     assert!(
@@ -232,13 +144,13 @@ fn other_bad_input_is_refused_and_changes_nothing() {
 
 #[test]
 fn removing_a_link_prunes_the_whole_subtree_into_the_trash() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     assert_eq!(
         f.update("root", "# Memory\n- [[tech_decisions]]\n").unwrap(),
         "Succeeded\nDeleted: project_overview, architecture, db_schema, service_layer, dependencies"
     );
     assert_eq!(f.tree(), "root:\n  - tech_decisions\n");
-    let trash = files(&f.dir.path().join(".memtree/trash"));
+    let trash = files(&f.path().join(".memtree/trash"));
     assert_eq!(trash.len(), 5);
     assert!(trash.iter().any(|(path, text)| path.ends_with("/db_schema.md") && text == "# db\n"));
     // Linking the id again creates a fresh document, not the pruned one.
@@ -251,7 +163,7 @@ fn removing_a_link_prunes_the_whole_subtree_into_the_trash() {
 
 #[test]
 fn creating_and_pruning_in_one_update() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     assert_eq!(
         f.update("project_overview", "- [[api_design]]\n- [[dependencies]]").unwrap(),
         "Succeeded\nCreated: api_design\nDeleted: architecture, db_schema, service_layer"
@@ -261,7 +173,7 @@ fn creating_and_pruning_in_one_update() {
 
 #[test]
 fn links_in_code_are_text() {
-    let f = Fixture::new("//- /root.md\n# M\n");
+    let f = Store::new("//- /root.md\n# M\n");
     let content = "Use `[[id]]` to link:\n\n```md\n[[example]]\n```\n\n    [[indented]]\n";
     assert_eq!(f.update("root", content).unwrap(), "Succeeded");
     assert_eq!(f.read("root"), content);
@@ -270,7 +182,7 @@ fn links_in_code_are_text() {
 
 #[test]
 fn front_matter_is_kept_unless_replaced() {
-    let f = Fixture::new("//- /root.md\n---\n# kept verbatim\ntags: [a]\nx-custom: on\n---\n# Memory\n");
+    let f = Store::new("//- /root.md\n---\n# kept verbatim\ntags: [a]\nx-custom: on\n---\n# Memory\n");
     assert_eq!(f.update("root", "# Memory v2\n").unwrap(), "Succeeded");
     assert_eq!(f.read("root"), "---\n# kept verbatim\ntags: [a]\nx-custom: on\n---\n# Memory v2\n");
     assert_eq!(f.update("root", "---\nscope: global\n---\n# v3\n").unwrap(), "Succeeded");
@@ -282,16 +194,16 @@ fn front_matter_is_kept_unless_replaced() {
 
 #[test]
 fn external_edits_are_seen_at_the_next_request() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     assert!(f.tree().contains("tech_decisions"));
-    let root = f.dir.path().join("root.md");
+    let root = f.path().join("root.md");
     // Same length, immediately after the last read: only a racy-aware
     // cache would notice.
     std::fs::write(&root, "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n").unwrap();
-    std::fs::write(f.dir.path().join("tech_decisionz.md"), "# z\n").unwrap();
+    std::fs::write(f.path().join("tech_decisionz.md"), "# z\n").unwrap();
     assert_eq!(f.read("root"), "# Memory\n- [[project_overview]]\n- [[tech_decisionz]]\n");
     assert!(f.tree().contains("- tech_decisionz\n"));
-    std::fs::remove_file(f.dir.path().join("dependencies.md")).unwrap();
+    std::fs::remove_file(f.path().join("dependencies.md")).unwrap();
     // root always exists: deleted outside, it comes back from the template.
     std::fs::remove_file(&root).unwrap();
     assert_eq!(f.read("root"), "# Memory\n");
@@ -311,10 +223,10 @@ fn external_edits_are_seen_at_the_next_request() {
 
 #[test]
 fn validate_reports_unreadable_and_ignored_files() {
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n[[a]] [[b]]\n//- /a.md\n---\nscope: nope\n---\n//- /b.md\n[[bad link]]\n//- /My Note.md\nx\n",
     );
-    std::fs::write(f.dir.path().join("c.md"), b"\xff\xfe").unwrap();
+    std::fs::write(f.path().join("c.md"), b"\xff\xfe").unwrap();
     let messages: Vec<String> =
         f.memory.validate().unwrap().findings.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -338,9 +250,9 @@ fn concurrent_writers_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let n = 8;
     let links: String = (0..n).map(|i| format!("- [[w{i}]]\n")).collect();
-    open(dir.path()).update_document(&DocId::root(), &links, None).unwrap();
+    open_store(dir.path()).update_document(&DocId::root(), &links, None).unwrap();
     // Two engines on one folder stand for two processes; threads on each.
-    let engines = [Arc::new(open(dir.path())), Arc::new(open(dir.path()))];
+    let engines = [Arc::new(open_store(dir.path())), Arc::new(open_store(dir.path()))];
     let threads: Vec<_> = (0..n)
         .map(|i| {
             let memory = Arc::clone(&engines[i % 2]);
@@ -358,7 +270,7 @@ fn concurrent_writers_lose_nothing() {
     for t in threads {
         t.join().unwrap();
     }
-    let memory = open(dir.path());
+    let memory = open_store(dir.path());
     let report = memory.validate().unwrap();
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert_eq!(report.documents, 1 + n + n * 15);
@@ -366,7 +278,7 @@ fn concurrent_writers_lose_nothing() {
 
 #[test]
 fn in_memory_backend_runs_the_same_rules() {
-    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    let memory = in_memory();
     let root = DocId::root();
     assert_eq!(
         memory.update_document(&root, "[[a]] [[b]]", None).unwrap().report(),
@@ -382,19 +294,19 @@ fn in_memory_backend_runs_the_same_rules() {
 
 #[test]
 fn status_counts_documents_and_bytes() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     let status = f.memory.status().unwrap();
     assert_eq!(status.documents, 7);
     assert_eq!(status.total_bytes, f.files().values().map(|t| t.len() as u64).sum::<u64>());
     assert_eq!(status.largest[0], (id("project_overview"), 57));
-    let storage: &dyn Storage = &LocalStorage::open(f.dir.path()).unwrap();
+    let storage: &dyn Storage = &LocalStorage::open(f.path()).unwrap();
     assert_eq!(status.location, storage.location());
 }
 
 #[test]
 fn a_child_deleted_outside_is_created_again() {
-    let f = Fixture::new("//- /root.md\n[[a]] [[b]]\n//- /a.md\n# a\n//- /b.md\n# b\n");
-    std::fs::remove_file(f.dir.path().join("a.md")).unwrap();
+    let f = Store::new("//- /root.md\n[[a]] [[b]]\n//- /a.md\n# a\n//- /b.md\n# b\n");
+    std::fs::remove_file(f.path().join("a.md")).unwrap();
     assert_eq!(f.update("root", "[[a]] [[b]] edited").unwrap(), "Succeeded\nCreated: a");
     assert_eq!(f.read("a"), "# a\n\n");
 }
@@ -402,7 +314,7 @@ fn a_child_deleted_outside_is_created_again() {
 #[test]
 fn pruning_never_deletes_a_document_still_linked_elsewhere() {
     // A store broken from outside: b also links root's child a.
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n[[a]] [[b]]\n//- /a.md\n# A precious\n[[a1]]\n//- /a1.md\n# a1\n//- /b.md\nsee [[a]] [[b1]]\n//- /b1.md\n[[b2]]\n//- /b2.md\n# b2\n",
     );
     assert_eq!(f.update("b", "nothing\n").unwrap(), "Succeeded\nDeleted: b1, b2");
@@ -413,7 +325,7 @@ fn pruning_never_deletes_a_document_still_linked_elsewhere() {
 
 #[test]
 fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n[[a]]\n//- /a.md\n[[x]] [[y]]\n//- /x.md\n[[d]]\n//- /y.md\n[[d]]\n//- /d.md\n# d\n",
     );
     assert_eq!(f.update("root", "# empty\n").unwrap(), "Succeeded\nDeleted: a, x, d, y");
@@ -424,7 +336,7 @@ fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
 fn the_size_limit_counts_the_stored_document() {
     let dir = tempfile::tempdir().unwrap();
     let settings = MemorySettings { max_document_bytes: 150, ..MemorySettings::default() };
-    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    let memory = open_store_with(dir.path(), settings);
     let block = format!("---\nsummary: {}\n---\n", "s".repeat(80));
     memory.update_document(&DocId::root(), &format!("{block}# x\n"), None).unwrap();
     let err = memory.update_document(&DocId::root(), &"y".repeat(100), None).unwrap_err();
@@ -437,7 +349,7 @@ fn the_size_limit_counts_the_stored_document() {
 
 #[test]
 fn a_document_with_ten_thousand_links() {
-    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    let memory = in_memory();
     let links: String = (0..9_999).map(|i| format!("- [[n{i}]]\n")).collect();
     let outcome = memory.update_document(&DocId::root(), &links, None).unwrap();
     assert_eq!(outcome.created.len(), 9_999);
@@ -461,7 +373,7 @@ fn a_document_with_ten_thousand_links() {
 
 #[test]
 fn edits_replace_one_occurrence_under_the_tree_rules() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     let edit = |doc: &str, old: &str, new: &str| {
         f.memory.edit_document(
             &id(doc),
@@ -492,7 +404,7 @@ fn edits_replace_one_occurrence_under_the_tree_rules() {
 
 #[test]
 fn sections_are_read_and_replaced_by_heading() {
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n---\nscope: project\n---\n# Notes\nintro\n## Setup\nold setup\n### Linux\napt\n## Usage\nuse it\n## Log\na\n## Log\nb\n",
     );
     assert_eq!(
@@ -523,7 +435,7 @@ fn sections_are_read_and_replaced_by_heading() {
 
 #[test]
 fn a_move_re_parents_the_whole_subtree_in_one_step() {
-    let f = Fixture::new(SEED_TREE);
+    let f = Store::new(SEED_TREE);
     let mv = |doc: &str, to: &str| f.memory.move_document(&id(doc), &id(to)).map(|o| o.report());
     assert_eq!(
         mv("architecture", "tech_decisions").unwrap(),
@@ -559,7 +471,7 @@ fn a_move_re_parents_the_whole_subtree_in_one_step() {
 #[test]
 fn remember_puts_facts_into_sections_and_says_what_it_did() {
     use memtree_core::remember::Mode;
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n# Memory\n- [[infra]]\n//- /infra.md\n# Infra\n\n## Database\n- Production DB is PostgreSQL 14 on prod-db:5432\n\n## Hosts\n- web-1\n",
     );
     let remember = |fact: &str, doc: Option<&str>, section: Option<&str>, mode| {
@@ -623,7 +535,7 @@ fn remember_puts_facts_into_sections_and_says_what_it_did() {
 #[test]
 fn a_refused_fact_changes_nothing() {
     use memtree_core::remember::Mode;
-    let f = Fixture::new("//- /root.md\n# Memory\n");
+    let f = Store::new("//- /root.md\n# Memory\n");
     let before = f.files();
     let secret = format!("deploy ghp_{}", "a".repeat(36));
     for place in [
@@ -642,7 +554,7 @@ fn a_refused_fact_changes_nothing() {
 
 #[test]
 fn a_split_along_sections_makes_one_child_per_section() {
-    let f = Fixture::new(
+    let f = Store::new(
         "//- /root.md\n- [[big]]\n//- /big.md\n---\nsummary: A big note\n---\n# Big\nintro line\n## Setup\nInstall the tools.\n- [[tool_a]]\n### Linux\napt\n## Usage\nRun it daily. Then rest.\n//- /tool_a.md\n# tool a\n",
     );
     let outcome = f.memory.split_document(&id("big"), None).unwrap();
@@ -659,7 +571,7 @@ fn a_split_along_sections_makes_one_child_per_section() {
 
 #[test]
 fn a_split_along_a_plan_keeps_what_the_plan_leaves() {
-    let f = Fixture::new("//- /root.md\n# Memory\nintro\n## A\na\n## B\nb\n## C\nc [[new_thing]]\n");
+    let f = Store::new("//- /root.md\n# Memory\nintro\n## A\na\n## B\nb\n## C\nc [[new_thing]]\n");
     let plan = vec![(id("letters"), vec!["A".to_owned(), "C".to_owned()])];
     let outcome = f.memory.split_document(&DocId::root(), Some(&plan)).unwrap();
     assert_eq!(outcome.report(), "Succeeded\nSplit into: letters\nCreated: new_thing");
@@ -698,7 +610,7 @@ fn splits_lose_no_line_on_random_documents() {
     };
     for case in 0..60 {
         let dir = tempfile::tempdir().unwrap();
-        let memory = open(dir.path());
+        let memory = open_store(dir.path());
         let mut body = String::from("# Doc\npreamble line\n");
         let mut lines = vec!["preamble line".to_owned()];
         for s in 0..(1 + next(5)) {
@@ -744,7 +656,7 @@ fn a_write_over_the_split_threshold_advises_splits_or_stays_quiet() {
         let dir = tempfile::tempdir().unwrap();
         let settings =
             MemorySettings { split_threshold: 40, split_policy: policy, ..MemorySettings::default() };
-        let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+        let memory = open_store_with(dir.path(), settings);
         memory.update_document(&DocId::root(), "- [[big]]\n", None).unwrap();
         assert_eq!(memory.update_document(&id("big"), body, None).unwrap().report(), expected, "{policy:?}");
         assert!(memory.validate().unwrap().findings.is_empty());
@@ -763,7 +675,7 @@ fn a_failed_automatic_split_does_not_fail_the_write_before_it() {
         max_links: 2,
         ..MemorySettings::default()
     };
-    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    let memory = open_store_with(dir.path(), settings);
     memory.update_document(&DocId::root(), "- [[big]]\n", None).unwrap();
     let body = "# Big\n## One\nfirst text\n## Two\nsecond text\n## Three\nthird text\n";
     assert_eq!(
@@ -782,7 +694,7 @@ fn suggestions_name_large_empty_and_stale_documents() {
         split_policy: memtree_core::SplitPolicy::Off,
         ..MemorySettings::default()
     };
-    let memory = Memory::open(Arc::new(LocalStorage::open(dir.path()).unwrap()), settings).unwrap();
+    let memory = open_store_with(dir.path(), settings);
     memory.update_document(&DocId::root(), "- [[big]]\n- [[blank]]\n- [[old]]\n", None).unwrap();
     memory.update_document(&id("big"), &format!("# Big\n{}\n", "word ".repeat(20)), None).unwrap();
     memory.update_document(&id("old"), "---\nstatus: deprecated\n---\n# Old\nx\n", None).unwrap();
@@ -801,7 +713,7 @@ fn suggestions_name_large_empty_and_stale_documents() {
 /// `[[x[[d]]]]` would leave a new link `[[x]]`; the move is refused.
 #[test]
 fn a_move_never_leaves_a_changed_link_set_in_the_old_parent() {
-    let memory = Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap();
+    let memory = in_memory();
     memory.update_document(&DocId::root(), "- [[p]]\n- [[q]]\n", None).unwrap();
     memory.update_document(&id("p"), "[[x[[d]]]]\n", None).unwrap();
     let before = memory.read_document(&id("p")).unwrap();
@@ -828,10 +740,10 @@ fn rewrites_keep_line_endings_and_the_byte_order_mark() {
         for bom in ["", BOM] {
             let case = format!("{eol:?}{}", if bom.is_empty() { "" } else { "+BOM" });
             let styled = |text: &str| format!("{bom}{}", eol.apply(text));
-            let mut f = Fixture::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /kid.md\n# kid\n");
-            std::fs::write(f.dir.path().join("par.md"), styled(PARENT)).unwrap();
-            std::fs::write(f.dir.path().join("other.md"), styled("# other\n")).unwrap();
-            f.memory = open(f.dir.path());
+            let mut f = Store::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /kid.md\n# kid\n");
+            std::fs::write(f.path().join("par.md"), styled(PARENT)).unwrap();
+            std::fs::write(f.path().join("other.md"), styled("# other\n")).unwrap();
+            f.reopen();
             let check = |id_: &str, must_hold: &[&str]| {
                 let text = f.memory.read_document(&id(id_)).unwrap();
                 // New documents (a split's children) start without one.
@@ -888,9 +800,8 @@ fn rewrites_keep_line_endings_and_the_byte_order_mark() {
 /// ending where an operation does not touch it.
 #[test]
 fn untouched_lines_of_mixed_endings_stay_as_they_are() {
-    let f = Fixture::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /other.md\n# other\n");
-    std::fs::write(f.dir.path().join("par.md"), "# par\r\nunix line\nold mac\r- [[kid]]\r\n2024\r\n")
-        .unwrap();
+    let f = Store::new("//- /root.md\n# Memory\n- [[par]]\n- [[other]]\n//- /other.md\n# other\n");
+    std::fs::write(f.path().join("par.md"), "# par\r\nunix line\nold mac\r- [[kid]]\r\n2024\r\n").unwrap();
     f.update("par", "# par\r\nunix line\nold mac\r- [[kid]]\r\n2024\r\n").unwrap();
     f.memory.move_document(&id("kid"), &id("other")).unwrap();
     assert_eq!(f.read("par"), "# par\r\nunix line\nold mac\r2024\r\n");

@@ -6,19 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memtree_core::{DocId, Edit, Memory, MemorySettings};
+use memtree_core::{DocId, Edit, Memory};
 use memtree_history::{CommitTiming, GitHistory};
-use memtree_store::LocalStorage;
-
-fn id(s: &str) -> DocId {
-    DocId::parse(s).unwrap()
-}
+use memtree_test::{id, open_store};
 
 fn open(dir: &Path, timing: CommitTiming) -> Memory {
-    let storage = LocalStorage::open(dir).unwrap();
-    Memory::open(Arc::new(storage), MemorySettings::default())
-        .unwrap()
-        .with_history(GitHistory::open(dir, timing))
+    open_store(dir).with_history(GitHistory::open(dir, timing))
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
