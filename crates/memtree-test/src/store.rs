@@ -2,6 +2,7 @@
 //! [`open_store`]) or memory ([`in_memory`]).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -99,19 +100,52 @@ impl Store {
     }
 
     /// Replaces a document, expecting a refusal: returns the error as an
-    /// agent sees it, having checked that no file changed.
+    /// agent sees it, having checked that no file changed and nothing went
+    /// to the trash.
     ///
     /// # Panics
     /// When the update succeeds or changes a file.
     #[track_caller]
     pub fn refuse(&self, doc: &str, content: &str) -> String {
-        let before = self.files();
+        let before = (self.files(), self.trash());
         let report = match self.update(doc, content) {
             Ok(answer) => panic!("{doc} <- {content:?} was accepted: {answer}"),
             Err(e) => e.report(),
         };
-        assert_eq!(before, self.files(), "a refused update changed the store: {report}");
+        assert_eq!(before, (self.files(), self.trash()), "a refused update changed the store: {report}");
         report
+    }
+
+    /// How many documents are in the trash.
+    ///
+    /// # Panics
+    /// When the store cannot be read.
+    pub fn trash(&self) -> usize {
+        self.memory.status().unwrap().trash
+    }
+
+    /// Runs updates in order and writes each down with its answer or
+    /// refusal, then the tree: one text to compare with a snapshot, that
+    /// reads as a table of what an agent sends and what it is told.
+    ///
+    /// ```text
+    /// root <- "[[a]] `[[b]]`"
+    ///   Succeeded
+    ///   Deleted: b
+    /// tree:
+    ///   root:
+    ///     - a
+    /// ```
+    pub fn transcript(&self, steps: &[(&str, &str)]) -> String {
+        let mut out = String::new();
+        for (doc, content) in steps {
+            let answer = self.update(doc, content).unwrap_or_else(|e| e.report());
+            let _ = writeln!(out, "{doc} <- {content:?}");
+            indent(&mut out, &answer);
+        }
+        out.push_str("tree:\n");
+        indent(&mut out, &self.tree());
+        out
     }
 
     /// The tree as `get_document_tree` renders it.
@@ -120,5 +154,12 @@ impl Store {
     /// When the tree cannot be read.
     pub fn tree(&self) -> String {
         self.memory.tree().unwrap().render_yaml()
+    }
+}
+
+/// Appends each line of `text` to `out`, two spaces in.
+fn indent(out: &mut String, text: &str) {
+    for line in text.lines() {
+        let _ = writeln!(out, "  {line}");
     }
 }
