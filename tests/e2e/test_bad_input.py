@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import LIMIT, NOT_FOUND, SUCCEEDED, docs, err, ok, snapshot, write_file
+from helpers import LIMIT, SUCCEEDED, docs, err, ok, snapshot, write_file
 
 pytestmark = pytest.mark.anyio
 

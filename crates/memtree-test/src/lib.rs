@@ -4,6 +4,8 @@
 //! - [`fixture`]: stores written as text (`//- /id.md` headers, each followed
 //!   by that document), and every file of a store for before/after checks;
 //! - [`Store`], [`open_store`], [`in_memory`]: an engine over a real backend;
+//!   `Store::refuse` checks a refusal changed nothing, `Store::transcript`
+//!   writes updates and their answers down for a snapshot;
 //! - `open_indexed` (feature `index`): the same with the SQLite index and
 //!   the BPE token counter, as the binary opens it;
 //! - [`conformance`]: the behaviour every `Storage` backend must show.
