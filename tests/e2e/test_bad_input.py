@@ -2,17 +2,25 @@
 
 Snapshots here include the derived-state folder `.memtree/` too: a rejected
 request must not touch even the trash, journal or index.
+
+What each bad id, link, front-matter value or secret is told, word for word,
+is tabled in crates/memtree-core/tests/engine.rs
+(`invalid_ids_are_refused_with_their_reason`,
+`invalid_links_are_refused_with_their_reason`, `front_matter_values_are_checked`,
+`secrets_are_refused_by_every_write`); here a few of each go through the
+binary, and every bad id still goes to one server.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import LIMIT, NOT_FOUND, SUCCEEDED, docs, err, ok, snapshot, write_file
+from helpers import LIMIT, SUCCEEDED, docs, err, ok, snapshot, write_file
 
 pytestmark = pytest.mark.anyio
 
-# (id, exact prefix of the message or None for "Error: id: invalid id " only)
+# (id, exact prefix of the message or None for "Error: id: invalid id " only):
+# sent to one server by test_server_keeps_serving_after_many_bad_requests.
 BAD_IDS = [
     ("..", 'Error: id: invalid id "..": '),
     (".", 'Error: id: invalid id ".": '),
@@ -42,6 +50,11 @@ BAD_IDS = [
 ]
 
 
+# Through the binary: ids that would reach outside the store, and a NUL
+# inside JSON.
+SEAM_IDS = [v for v in BAD_IDS if v[0] in ("..", "../outside", "/etc/passwd", "a\x00b")]
+
+
 def _id_label(v):
     return repr(v[0])[:24]
 
@@ -51,7 +64,7 @@ async def _seed_store(m, store):
     return snapshot(store, include_meta=True)
 
 
-@pytest.mark.parametrize(("bad", "prefix"), BAD_IDS, ids=[_id_label(v) for v in BAD_IDS])
+@pytest.mark.parametrize(("bad", "prefix"), SEAM_IDS, ids=[_id_label(v) for v in SEAM_IDS])
 async def test_invalid_id_rejected(serve, store, tmp_path, bad, prefix):
     async with serve() as m:
         before = await _seed_store(m, store)
@@ -65,21 +78,9 @@ async def test_invalid_id_rejected(serve, store, tmp_path, bad, prefix):
         assert await m.read() == ok("# Root\n[[a]] [[b]]\n")
 
 
-async def test_id_of_exactly_128_bytes_is_valid(serve, store):
-    long_id = "k" * 128
-    async with serve() as m:
-        assert await m.read(long_id) == NOT_FOUND
-        assert await m.update(f"[[{long_id}]]") == ok(f"Succeeded\nCreated: {long_id}")
-        assert await m.read(long_id) == ok(f"# {long_id}\n\n")
-        nested = "p/" + "q" * 126
-        assert await m.update(f"[[{nested}]]", long_id) == ok(f"Succeeded\nCreated: {nested}")
-    assert (store / f"{long_id}.md").exists()
-    assert (store / "p" / ("q" * 126 + ".md")).exists()
-
-
 @pytest.mark.parametrize(
     "link",
-    ["my note", "../x", "a/../b", "/abs", "a/", "x.md", "é", "a\\b", "x" * 129, "a#b"],
+    ["my note", "../x"],
 )
 async def test_invalid_link_rejected(serve, store, link):
     async with serve() as m:
@@ -214,11 +215,9 @@ async def test_size_limit_applies_to_the_stored_document(serve, store):
     "secret",
     [
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----\n",
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n",
-        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
         "token: ghp_1234567890abcdefghijABCDEFGHIJ123456\n",
     ],
-    ids=["rsa", "openssh", "aws", "github"],
+    ids=["rsa", "github"],
 )
 async def test_secret_like_content_is_refused(serve, store, secret):
     """Content that looks like a secret is refused unless explicitly allowed."""

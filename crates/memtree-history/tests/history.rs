@@ -6,25 +6,24 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memtree_core::{DocId, Edit, Memory, MemorySettings};
+use expect_test::expect;
+use memtree_core::{DocId, Edit, Memory};
 use memtree_history::{CommitTiming, GitHistory};
-use memtree_store::LocalStorage;
-
-fn id(s: &str) -> DocId {
-    DocId::parse(s).unwrap()
-}
+use memtree_test::{id, open_store};
 
 fn open(dir: &Path, timing: CommitTiming) -> Memory {
-    let storage = LocalStorage::open(dir).unwrap();
-    Memory::open(Arc::new(storage), MemorySettings::default())
-        .unwrap()
-        .with_history(GitHistory::open(dir, timing))
+    open_store(dir).with_history(GitHistory::open(dir, timing))
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// A restore's answer, its version (a commit id) written `<version>`.
+fn report(restored: &memtree_core::Restored) -> String {
+    restored.report().replace(&restored.version, "<version>")
 }
 
 fn messages(memory: &Memory, doc: Option<&str>) -> Vec<String> {
@@ -45,18 +44,15 @@ fn every_change_is_one_commit_naming_the_operation_and_ids() {
     memory.set_lifecycle(&id("b"), &change, "replaced by a").unwrap();
     memory.move_document(&id("a1"), &DocId::root()).unwrap();
     memory.update_document(&DocId::root(), "# Root\n- [[b]]\n- [[a1]]\n", None).unwrap();
-    assert_eq!(
-        messages(&memory, None),
-        [
-            "update root; Changed: root; Deleted: a",
-            "move a1 from a to root; Changed: a, root",
-            "lifecycle b: status: deprecated (why: replaced by a); Changed: b",
-            "edit b; Changed: b",
-            "update a; Added: a1; Changed: a",
-            "update root; Added: a, b; Changed: root",
-            "history starts: 1 document",
-        ]
-    );
+    expect![[r#"
+        update root; Changed: root; Deleted: a
+        move a1 from a to root; Changed: a, root
+        lifecycle b: status: deprecated (why: replaced by a); Changed: b
+        edit b; Changed: b
+        update a; Added: a1; Changed: a
+        update root; Added: a, b; Changed: root
+        history starts: 1 document"#]]
+    .assert_eq(&messages(&memory, None).join("\n"));
     assert_eq!(git(dir.path(), &["status", "--porcelain"]), "", "the git index follows the commits");
     assert_eq!(git(dir.path(), &["ls-files"]), "a1.md\nb.md\nroot.md\n");
     git(dir.path(), &["fsck", "--strict"]);
@@ -83,7 +79,10 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     // An earlier version of an existing document: by default the one
     // before its last change.
     let restored = memory.restore(&id("b"), None).unwrap();
-    assert_eq!(restored.report(), format!("Succeeded\nRestored: b from {}", restored.version));
+    expect![[r#"
+        Succeeded
+        Restored: b from <version>"#]]
+    .assert_eq(&report(&restored));
     assert_eq!(memory.read_document(&id("b")).unwrap(), "# B\nv1\n");
 
     // Pruning a subtree, then bringing it back whole under its old parent.
@@ -92,6 +91,10 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     let refused = memory.restore(&id("a2"), None).unwrap_err().report();
     assert_eq!(refused, "Error: id: its parent a1 is gone too; restore a1 first");
     let restored = memory.restore(&id("a1"), None).unwrap();
+    expect![[r#"
+        Succeeded
+        Restored: a1, a2 from <version> under a"#]]
+    .assert_eq(&report(&restored));
     assert_eq!(restored.ids, [id("a1"), id("a2")]);
     assert_eq!(restored.relinked_under, Some(id("a")));
     assert_eq!(memory.read_document(&id("a1")).unwrap(), "# A1\nprecious\n- [[a2]]\n");
@@ -100,9 +103,15 @@ fn restore_brings_back_versions_and_pruned_subtrees_through_the_tree_rules() {
     assert!(memory.validate().unwrap().is_healthy());
     assert!(messages(&memory, Some("a1"))[0].starts_with("restore a1 from "));
 
-    // Restoring a's first version keeps its link to a1: nothing is pruned.
+    // Restoring a's first version, which linked no child, prunes a1 and a2 again.
     let first = memory.history(Some(&id("a")), 10).unwrap().last().unwrap().version.clone();
-    memory.restore(&id("a"), Some(&first)).unwrap();
+    let restored = memory.restore(&id("a"), Some(&first)).unwrap();
+    assert_eq!(restored.version, first);
+    expect![[r#"
+        Succeeded
+        Restored: a from <version>
+        Deleted: a1, a2"#]]
+    .assert_eq(&report(&restored));
     assert_eq!(memory.read_document(&id("a")).unwrap(), "# a\n\n");
     assert_eq!(
         memory.restore(&id("a"), Some("nope")).unwrap_err().report(),
@@ -164,10 +173,10 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
     let outcome = memory
         .update_document(&id("notes"), "# Notes\n## Setup\nnew setup\n## Usage\nold usage\n", Some(&base))
         .unwrap();
-    assert_eq!(
-        outcome.report(),
-        "Succeeded\nMerged: the document had changed since your version; kept those changes to Usage"
-    );
+    expect![[r#"
+        Succeeded
+        Merged: the document had changed since your version; kept those changes to Usage"#]]
+    .assert_eq(&outcome.report());
     assert_eq!(
         memory.read_document(&id("notes")).unwrap(),
         "# Notes\n## Setup\nnew setup\n## Usage\nnew usage\n"
@@ -181,18 +190,18 @@ fn a_write_based_on_an_old_version_is_merged_by_section_or_refused() {
             Some(&base),
         )
         .unwrap_err();
-    assert_eq!(
-        refused.report(),
-        "Error: version: conflict\nchanged since that version, differently: Usage; read it again"
-    );
+    expect![[r#"
+        Error: version: conflict
+        changed since that version, differently: Usage; read it again"#]]
+    .assert_eq(&refused.report());
     assert_eq!(memory.read_document(&id("notes")).unwrap(), before);
     // The current version writes as usual; an unknown one is a conflict.
     let (_, current) = memory.read_versioned(&id("notes")).unwrap();
     memory.update_document(&id("notes"), "# Notes\nfresh\n", Some(&current)).unwrap();
-    assert_eq!(
-        memory.update_document(&id("notes"), "# x\n", Some("000000000000")).unwrap_err().report(),
-        "Error: version: conflict\nthe document changed since that version, which is not in history; read it again"
-    );
+    expect![[r#"
+        Error: version: conflict
+        the document changed since that version, which is not in history; read it again"#]]
+    .assert_eq(&memory.update_document(&id("notes"), "# x\n", Some("000000000000")).unwrap_err().report());
 }
 
 /// A git command run in the store (`git status` takes `.git/index.lock` for

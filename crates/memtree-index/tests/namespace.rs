@@ -4,22 +4,11 @@
 
 use std::sync::Arc;
 
-use memtree_core::{DocId, Memory, MemorySettings, Namespaced};
-use memtree_index::{BpeCounter, SqliteIndex};
-use memtree_store::LocalStorage;
-
-fn id(s: &str) -> DocId {
-    DocId::parse(s).unwrap()
-}
+use memtree_core::{Memory, Namespaced};
+use memtree_test::{id, open_indexed};
 
 fn open(dir: &std::path::Path) -> Arc<Memory> {
-    let storage = LocalStorage::open(dir).unwrap();
-    let index = SqliteIndex::open(dir.join(".memtree/index.sqlite")).unwrap();
-    Arc::new(
-        Memory::open(Arc::new(storage), MemorySettings::default())
-            .unwrap()
-            .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap())),
-    )
+    Arc::new(open_indexed(dir))
 }
 
 /// A shared tree with `infra` and `style`, and an agent tree with its own

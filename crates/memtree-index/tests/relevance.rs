@@ -6,11 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use memtree_core::{DocId, Hit, Memory, MemorySettings};
-use memtree_index::{BpeCounter, SqliteIndex};
-use memtree_store::LocalStorage;
+use memtree_core::{DocId, Hit};
+use memtree_test::open_indexed;
 
 /// The levels reached (recall@5 0.867, MRR 0.846 over 110 queries); a
 /// change that lowers them is a regression.
@@ -64,11 +62,7 @@ struct Score {
 fn ranking_quality_on_the_relevance_set() {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&fixture().join("store"), dir.path());
-    let storage = LocalStorage::open(dir.path()).unwrap();
-    let index = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
-    let memory = Memory::open(Arc::new(storage), MemorySettings::default())
-        .unwrap()
-        .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()));
+    let memory = open_indexed(dir.path());
     memory.reconcile().unwrap();
     let queries: Vec<Query> =
         yaml_serde::from_str(&std::fs::read_to_string(fixture().join("queries.yaml")).unwrap()).unwrap();

@@ -4,21 +4,9 @@
 use std::sync::Arc;
 
 use memtree_core::front_matter::Scope;
-use memtree_core::{DocId, Finding, Memory, MemorySettings, TokenCounter};
+use memtree_core::{DocId, Finding, Memory, TokenCounter};
 use memtree_index::{BpeCounter, SqliteIndex};
-use memtree_store::LocalStorage;
-
-fn id(s: &str) -> DocId {
-    DocId::parse(s).unwrap()
-}
-
-fn open(dir: &std::path::Path) -> Memory {
-    let storage = LocalStorage::open(dir).unwrap();
-    let index = SqliteIndex::open(dir.join(".memtree/index.sqlite")).unwrap();
-    Memory::open(Arc::new(storage), MemorySettings::default())
-        .unwrap()
-        .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()))
-}
+use memtree_test::{id, open_indexed as open};
 
 fn store() -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();

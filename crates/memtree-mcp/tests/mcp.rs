@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
-use memtree_core::{Memory, MemorySettings, Namespaced};
+use memtree_core::Namespaced;
 use memtree_mcp::{MemtreeServer, TOOL_NAMES};
-use memtree_store::InMemoryStorage;
+use memtree_test::in_memory;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 
 async fn connect(tools: Option<&[String]>) -> RunningService<RoleClient, ()> {
-    let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
+    let memory = Arc::new(in_memory());
     let server = MemtreeServer::new(Arc::new(Namespaced::single(memory)), tools).unwrap();
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
@@ -146,7 +146,7 @@ async fn tools_option_narrows_the_surface() {
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["read_document"]);
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
-    let memory = Arc::new(Memory::open(Arc::new(InMemoryStorage::new()), MemorySettings::default()).unwrap());
+    let memory = Arc::new(in_memory());
     assert!(MemtreeServer::new(Arc::new(Namespaced::single(memory)), Some(&["nope".to_owned()])).is_err());
     assert_eq!(TOOL_NAMES.len(), 12);
 }

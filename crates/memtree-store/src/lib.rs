@@ -1,6 +1,7 @@
 //! Storage backends for memtree: [`LocalStorage`] (a folder: atomic writes,
 //! an intent journal for multi-document changes, a cross-process lock) and
-//! [`InMemoryStorage`] (tests). Both pass one conformance suite.
+//! [`InMemoryStorage`] (tests). Both pass one conformance suite, memtree-test's
+//! `conformance`, run by `tests/conformance.rs`.
 
 mod atomic_file;
 mod folder_names;
@@ -11,6 +12,3 @@ mod local;
 pub use atomic_file::{own_folder, set_aside};
 pub use in_memory::InMemoryStorage;
 pub use local::{Fault, LocalStorage};
-
-#[cfg(test)]
-mod conformance;
