@@ -459,20 +459,25 @@ mod tests {
 
     #[test]
     fn deep_trees_do_not_overflow_the_stack() {
-        // The YAML of a chain grows with the square of its depth; 20,000
-        // levels are deep enough for any recursive walk to overflow.
-        let n = 20_000;
-        let ids: Vec<DocId> = (0..n).map(|i| DocId::parse(&format!("d{i}")).unwrap()).collect();
-        let mut links: BTreeMap<DocId, Arc<[DocId]>> = BTreeMap::new();
-        links.insert(DocId::root(), Arc::new([ids[0].clone()]));
-        for w in ids.windows(2) {
-            links.insert(w[0].clone(), Arc::new([w[1].clone()]));
-        }
-        links.insert(ids[n - 1].clone(), Arc::new([]));
-        let t = Tree::new(links);
-        assert!(t.findings().is_empty());
-        assert!(t.is_ancestor(&ids[0], &ids[n - 1]));
-        assert_eq!(t.render_yaml().lines().count(), n + 1);
+        // On a 256 KiB stack, 5,000 levels overflow any recursive walk (a
+        // frame takes well over 50 bytes), while the YAML of the chain,
+        // which grows with the square of its depth, stays small.
+        let n = 5_000;
+        let walk = std::thread::Builder::new().stack_size(256 << 10).spawn(move || {
+            let ids: Vec<DocId> = (0..n).map(|i| DocId::parse(&format!("d{i}")).unwrap()).collect();
+            let mut links: BTreeMap<DocId, Arc<[DocId]>> = BTreeMap::new();
+            links.insert(DocId::root(), Arc::new([ids[0].clone()]));
+            for w in ids.windows(2) {
+                links.insert(w[0].clone(), Arc::new([w[1].clone()]));
+            }
+            links.insert(ids[n - 1].clone(), Arc::new([]));
+            let t = Tree::new(links);
+            assert!(t.findings().is_empty());
+            assert!(t.is_ancestor(&ids[0], &ids[n - 1]));
+            assert_eq!(t.render_yaml().lines().count(), n + 1);
+            assert_eq!(t.depth(&ids[n - 1]), n);
+        });
+        walk.unwrap().join().expect("no stack overflow");
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use memtree_core::front_matter::Scope;
-use memtree_core::{DocId, Finding, Memory, TokenCounter};
+use memtree_core::{DocId, Finding, Memory, MemorySettings, TokenCounter};
 use memtree_index::{BpeCounter, SqliteIndex};
-use memtree_test::{id, open_indexed as open};
+use memtree_test::{id, open_indexed as open, open_indexed_with};
 
 fn store() -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
@@ -390,7 +390,11 @@ fn validate_reports_expired_and_deprecated_memory() {
 /// never a bare "no matches" that only means "not indexed yet".
 #[test]
 fn a_search_while_the_index_catches_up_says_so() {
-    let (_dir, memory) = store();
+    let (dir, memory) = store();
+    drop(memory);
+    // Each search below waits this long for a reconciliation that never comes.
+    let settings = MemorySettings { index_wait: std::time::Duration::from_millis(100), ..Default::default() };
+    let memory = open_indexed_with(dir.path(), settings);
     let trees = memtree_core::Namespaced::single(Arc::new(memory));
     trees.own().expect_reconcile(); // and no one reconciles
     let found = trees.search("nothing like this", 8, None, None).unwrap();

@@ -13,9 +13,17 @@ use memtree_store::LocalStorage;
 /// # Panics
 /// When the store or the index cannot be opened.
 pub fn open_indexed(dir: &Path) -> Memory {
+    open_indexed_with(dir, MemorySettings::default())
+}
+
+/// [`open_indexed`] with `settings`.
+///
+/// # Panics
+/// When the store or the index cannot be opened.
+pub fn open_indexed_with(dir: &Path, settings: MemorySettings) -> Memory {
     let storage = LocalStorage::open(dir).unwrap();
     let index = SqliteIndex::open(dir.join(".memtree/index.sqlite")).unwrap();
-    Memory::open(Arc::new(storage), MemorySettings::default())
+    Memory::open(Arc::new(storage), settings)
         .unwrap()
         .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()))
 }

@@ -12,10 +12,6 @@ use crate::error::MemoryError;
 use crate::index::{IndexProgress, IndexStats, IndexedDoc, Usage, content_hash};
 use crate::storage::{Change, Stamp};
 
-/// How long a search waits for the index to catch up with the documents
-/// before it answers from what is indexed, saying so.
-const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The state of an index catching up with the documents (a server's
 /// reconciliation at start), which searches wait for.
 #[derive(Debug, Default)]
@@ -68,7 +64,7 @@ impl Memory {
     /// documents after waiting a little for it to finish; `None` once it
     /// has.
     pub fn index_progress(&self) -> Option<IndexProgress> {
-        self.catching_up.wait(INDEX_WAIT)
+        self.catching_up.wait(self.settings.index_wait)
     }
 
     /// Brings the index up to date with the documents: stamps first, then

@@ -22,6 +22,10 @@ pub struct MemorySettings {
     pub allow_secrets: bool,
     /// What "now" is for expiry and recency.
     pub clock: Clock,
+    /// How long a search waits for the index to catch up with the
+    /// documents (a server's reconciliation at start) before it answers
+    /// from what is indexed, saying so.
+    pub index_wait: std::time::Duration,
 }
 
 impl Default for MemorySettings {
@@ -37,6 +41,7 @@ impl Default for MemorySettings {
             max_links: 10_000,
             allow_secrets: false,
             clock: Clock::System,
+            index_wait: std::time::Duration::from_secs(2),
         }
     }
 }
