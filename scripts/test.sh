@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: the Rust unit and integration tests, then the end-to-end
-# tests that drive the built binary through the official Python MCP client.
-# Creates the Python environment (.venv) on first use.
+# Runs the tests: the Rust unit and integration tests, then the end-to-end
+# tests that drive the built binary through the official Python MCP client,
+# but those marked `slow` (several seconds each; CI runs them separately:
+# `bash scripts/test.sh --slow`). Creates the Python environment (.venv) on
+# first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 
+export MEMTREE_BIN="$PWD/target/debug/memtree"
+if [ "${1:-}" = "--slow" ]; then
+  cargo build --workspace --locked
+  exec .venv/bin/python -m pytest tests/e2e -q -m slow
+fi
 cargo build --workspace --locked
 cargo test --workspace --locked
-MEMTREE_BIN="$PWD/target/debug/memtree" .venv/bin/python -m pytest tests/e2e -q
+.venv/bin/python -m pytest tests/e2e -q -m "not slow"

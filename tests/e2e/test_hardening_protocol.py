@@ -93,6 +93,7 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_a_client_that_does_not_read_cannot_grow_the_server(base_env, cli, store):
     """Finding 7: 3,000 pipelined reads of a 0.9 MB document, from a client
     that did not read its stdout, took the server to 2.6 GB. Here 300 such

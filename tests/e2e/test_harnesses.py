@@ -31,11 +31,13 @@ def _run(script: str, *args: str, timeout: float) -> None:
     assert re.search(r"^  violations: +0$", out, re.M), out[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(85)
 def test_crash_harness_small():
     _run("crash.py", "--kills", "20", "--seed", "1", "--ops-per-life", "1-20", timeout=80)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(85)
 def test_concurrency_harness_small():
     _run("concurrency.py", "--processes", "4", "--ops", "50", "--rounds", "1", "--seed", "1", timeout=80)

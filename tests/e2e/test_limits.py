@@ -24,6 +24,7 @@ def _chain(store, depth: int) -> None:
         (store / f"d{i}.md").write_text(f"# Level {i}\nfact number {i} lives here\n{below}")
 
 
+@pytest.mark.slow
 async def test_a_tree_ten_thousand_levels_deep(serve, store, cli):
     _chain(store, DEPTH)
     for args in (["validate"], ["index"], ["ls"], ["status"], ["tree"]):
