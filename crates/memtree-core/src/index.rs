@@ -80,7 +80,16 @@ pub struct Matched {
     pub complete: bool,
     /// The words matched (the query's, and those that stand in for a
     /// misspelt one), for [`SearchIndex::excerpt`].
-    pub terms: Vec<String>,
+    pub terms: Vec<QueryTerm>,
+}
+
+/// A word a query matched, and how much it says: its inverse document
+/// frequency, so that a rare word decides which lines an excerpt shows,
+/// not a word on every line (a speaker's name, a project's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    pub word: String,
+    pub weight: f64,
 }
 
 /// One passage that matched: its hit, scored by BM25 alone (higher is
@@ -213,7 +222,7 @@ pub trait SearchIndex: Send + Sync {
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;
     /// The lines of `passage` that hold `terms` (as this index matches
     /// words), marked `**…**`, for a hit the engine keeps.
-    fn excerpt(&self, passage: &str, terms: &[String]) -> String;
+    fn excerpt(&self, passage: &str, terms: &[QueryTerm]) -> String;
     /// Ids from root down to the document's parent, by the indexed links.
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;

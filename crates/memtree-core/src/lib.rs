@@ -44,7 +44,7 @@ pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
     DocumentSignals, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match, Matched,
-    SearchIndex, SearchRequest, TokenCounter, Usage,
+    QueryTerm, SearchIndex, SearchRequest, TokenCounter, Usage,
 };
 pub use memory::{Clock, Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};

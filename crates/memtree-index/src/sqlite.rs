@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::{
-    DocId, DocumentSignals, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, SearchIndex,
+    DocId, DocumentSignals, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, QueryTerm, SearchIndex,
     SearchRequest, Stamp, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
@@ -365,7 +365,7 @@ impl SearchIndex for SqliteIndex {
         execute(&conn, &plan, request).map_err(&err)
     }
 
-    fn excerpt(&self, passage: &str, terms: &[String]) -> String {
+    fn excerpt(&self, passage: &str, terms: &[QueryTerm]) -> String {
         excerpt(passage, terms)
     }
 
@@ -431,11 +431,17 @@ impl SearchIndex for SqliteIndex {
 }
 
 /// How a query is run: the FTS5 expression, and the words whose matches
-/// an excerpt marks.
+/// an excerpt marks, with their weights.
 #[derive(Debug, PartialEq)]
 struct QueryPlan {
     expression: String,
-    terms: Vec<String>,
+    terms: Vec<QueryTerm>,
+}
+
+/// BM25's inverse document frequency of a word in `df` of `passages`.
+fn idf(df: i64, passages: i64) -> f64 {
+    let (df, n) = (df as f64, passages as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
 /// The plan for `query`, from how many passages hold each of its words;
@@ -462,22 +468,30 @@ fn plan(conn: &Connection, query: &str) -> rusqlite::Result<Option<QueryPlan>> {
 /// [`plan`], given the number of passages, each word's document frequency
 /// (`df`) and its near words.
 fn plan_from(
-    mut terms: Vec<String>,
+    terms: Vec<String>,
     passages: i64,
     mut df: impl FnMut(&str) -> rusqlite::Result<i64>,
     mut near: impl FnMut(&str) -> rusqlite::Result<Vec<String>>,
 ) -> rusqlite::Result<Option<QueryPlan>> {
     let short = terms.len() <= 4;
     let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
+    let mut weighted: Vec<QueryTerm> = Vec::new();
     for term in &terms {
-        let df = df(term)?;
-        if df == 0 {
+        let count = df(term)?;
+        weighted.push(QueryTerm {
+            word: term.clone(),
+            weight: if count == 0 { 0.0 } else { idf(count, passages) },
+        });
+        if count == 0 {
             if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
-                rare.extend(near(term)?);
+                for word in near(term)? {
+                    weighted.push(QueryTerm { weight: idf(df(&word)?.max(1), passages), word: word.clone() });
+                    rare.push(word);
+                }
             }
-        } else if df * 2 > passages {
+        } else if count * 2 > passages {
             useless.push(term.clone());
-        } else if df * 10 > passages {
+        } else if count * 10 > passages {
             frequent.push(term.clone());
         } else {
             rare.push(term.clone());
@@ -493,12 +507,9 @@ fn plan_from(
         (true, true, false) => any(&useless),
         (true, true, true) => return Ok(None),
     };
-    for word in rare.iter().chain(&frequent) {
-        if !terms.contains(word) {
-            terms.push(word.clone());
-        }
-    }
-    Ok(Some(QueryPlan { expression, terms }))
+    let mut seen = HashSet::new();
+    weighted.retain(|t| seen.insert(t.word.clone()));
+    Ok(Some(QueryPlan { expression, terms: weighted }))
 }
 
 /// Runs `plan`: FTS5 ranks alone, then only the best candidates (six
@@ -661,7 +672,10 @@ mod tests {
         // Rare words match alone; a frequent one only beside a rare one;
         // one in most passages not at all.
         assert_eq!(plan.expression, r#"("postgres") OR (("postgres") AND ("port"))"#);
-        assert_eq!(plan.terms, ["postgres", "port", "service"]);
+        let words: Vec<&str> = plan.terms.iter().map(|t| t.word.as_str()).collect();
+        assert_eq!(words, ["postgres", "port", "service"]);
+        let weights: Vec<f64> = plan.terms.iter().map(|t| t.weight).collect();
+        assert!(weights[0] > weights[1] && weights[1] > weights[2], "the rarer, the heavier: {weights:?}");
         let only_common = plan_of("the and", &[("the", 90), ("and", 95)]).unwrap();
         assert_eq!(
             only_common.expression, r#"("the" OR "and")"#,
@@ -674,7 +688,12 @@ mod tests {
     fn a_short_query_s_unknown_word_brings_its_near_words() {
         let plan = plan_of("databse", &[]).unwrap();
         assert_eq!(plan.expression, r#"("database")"#);
-        assert_eq!(plan.terms, ["databse", "database"]);
+        let words: Vec<(&str, bool)> = plan.terms.iter().map(|t| (t.word.as_str(), t.weight > 0.0)).collect();
+        assert_eq!(
+            words,
+            [("databse", false), ("database", true)],
+            "the typo weighs nothing, its stand-in does"
+        );
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! finds any word of two or more characters), English stop words, edit
 //! distance for typo tolerance, and excerpts with the matches marked.
 
+use memtree_core::QueryTerm;
+
 /// Whether `c` belongs to a script written without spaces between words.
 pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,
@@ -144,53 +146,130 @@ fn matches_term(word: &str, term: &str) -> bool {
     w == t || (t.chars().count() >= 4 && w.starts_with(&t)) || (w.chars().count() >= 4 && t.starts_with(&w))
 }
 
-/// Up to three lines of `text` that contain a term, with the line before
-/// the first one, the matches marked `**…**`; the first lines when none do.
-pub fn excerpt(text: &str, terms: &[String]) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let hits: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| {
-            l.split(|c: char| !c.is_alphanumeric())
-                .any(|w| !w.is_empty() && terms.iter().any(|t| matches_term(w, t)))
-        })
-        .map(|(i, _)| i)
-        .take(3)
-        .collect();
-    let chosen: Vec<usize> = match hits.first() {
-        None => (0..lines.len().min(2)).collect(),
-        Some(&first) if first > 0 && hits.len() < 3 => std::iter::once(first - 1).chain(hits).collect(),
-        Some(_) => hits,
-    };
-    chosen.iter().map(|&i| mark(shorten(lines[i].trim(), terms), terms)).collect::<Vec<_>>().join("\n")
+/// Most lines an excerpt shows.
+const EXCERPT_LINES: usize = 3;
+/// A line longer than this (in bytes) is shown as its start and the
+/// sentence that best matches.
+const LONG_LINE: usize = 320;
+/// How much of a long line's start is kept before its best sentence.
+const LINE_START: usize = 80;
+
+/// The words of `text`, lower-cased, in order.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
-/// A line cut to about 200 characters around its first match.
-fn shorten<'a>(line: &'a str, terms: &[String]) -> &'a str {
-    const MAX: usize = 200;
-    if line.len() <= MAX {
-        return line;
+/// How much `text` says about the query: the weights of the distinct terms
+/// it holds, and for each two terms it holds side by side (a phrase of the
+/// query) the smaller of their weights again.
+fn weigh(text: &str, terms: &[QueryTerm]) -> f64 {
+    let matched: Vec<Option<usize>> =
+        words(text).map(|w| terms.iter().position(|t| matches_term(w, &t.word))).collect();
+    let mut seen = vec![false; terms.len()];
+    let mut score = 0.0;
+    for &i in matched.iter().flatten() {
+        if !std::mem::replace(&mut seen[i], true) {
+            score += terms[i].weight;
+        }
     }
-    let lower = line.to_lowercase();
-    let at = terms.iter().filter_map(|t| lower.find(t.as_str())).min().unwrap_or(0);
-    let mut start = at.saturating_sub(60);
-    while !line.is_char_boundary(start) {
-        start -= 1;
+    for pair in matched.windows(2) {
+        if let [Some(a), Some(b)] = *pair
+            && a != b
+        {
+            score += terms[a].weight.min(terms[b].weight);
+        }
     }
-    let mut end = (start + MAX).min(line.len());
-    while !line.is_char_boundary(end) {
+    score
+}
+
+/// The lines of `text` that say most about the query, in their order, the
+/// matches marked `**…**`: the best line by the weight of the words it
+/// holds (a rare word outweighs one on every line), the line before it (a
+/// question before its answer, a list's lead-in) and another at least half
+/// as good. Lines are whole; a long one keeps its start. The first lines
+/// when no line holds a term.
+pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let scores: Vec<f64> = lines.iter().map(|l| weigh(l, terms)).collect();
+    let mut ranked: Vec<usize> = (0..lines.len()).filter(|&i| scores[i] > 0.0).collect();
+    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let chosen: Vec<usize> = match ranked.first() {
+        None => (0..lines.len().min(2)).collect(),
+        Some(&best) => {
+            let mut chosen = vec![best];
+            chosen.extend(best.checked_sub(1));
+            for &i in &ranked[1..] {
+                if chosen.len() < EXCERPT_LINES && scores[i] * 2.0 >= scores[best] && !chosen.contains(&i) {
+                    chosen.push(i);
+                }
+            }
+            chosen.sort_unstable();
+            chosen
+        }
+    };
+    chosen.iter().map(|&i| mark(&shorten(lines[i], terms), terms)).collect::<Vec<_>>().join("\n")
+}
+
+/// A line as an excerpt shows it: whole up to [`LONG_LINE`] bytes; longer,
+/// its start (who speaks, what the item is) and its best sentence.
+fn shorten(line: &str, terms: &[QueryTerm]) -> String {
+    if line.len() <= LONG_LINE {
+        return line.to_owned();
+    }
+    let sentences = sentences(line);
+    let best = sentences
+        .iter()
+        .copied()
+        .max_by(|a, b| weigh(a, terms).total_cmp(&weigh(b, terms)).then(b.len().cmp(&a.len())))
+        .unwrap_or(line);
+    let start = &line[..cut_at_word(line, LINE_START)];
+    let best = if best.len() > LONG_LINE { &best[..cut_at_word(best, LONG_LINE)] } else { best };
+    let best_at = best.as_ptr() as usize - line.as_ptr() as usize;
+    if best_at <= start.len() {
+        // The best sentence is at the start: show the line up to its end.
+        let end = best_at + best.len();
+        return if end < line.len() { format!("{} …", &line[..end]) } else { line.to_owned() };
+    }
+    let tail = if best_at + best.len() < line.len() { " …" } else { "" };
+    format!("{start} … {best}{tail}")
+}
+
+/// The sentences of a line: cut after `.`, `!` or `?` followed by a space.
+fn sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = line.as_bytes();
+    for (i, c) in line.char_indices() {
+        if matches!(c, '.' | '!' | '?') && bytes.get(i + 1) == Some(&b' ') {
+            out.push(line[start..=i].trim());
+            start = i + 1;
+        }
+    }
+    if start < line.len() && !line[start..].trim().is_empty() {
+        out.push(line[start..].trim());
+    }
+    out
+}
+
+/// The length of `text`'s start of at most `max` bytes, ending at a word's
+/// end (or a character boundary when one word is longer).
+fn cut_at_word(text: &str, max: usize) -> usize {
+    if text.len() <= max {
+        return text.len();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    &line[start..end]
+    text[..end].rfind(char::is_whitespace).filter(|&at| at > 0).unwrap_or(end)
 }
 
-fn mark(line: &str, terms: &[String]) -> String {
+fn mark(line: &str, terms: &[QueryTerm]) -> String {
     let mut out = String::with_capacity(line.len() + 16);
     let mut word_start: Option<usize> = None;
     let bytes_end = line.len();
     let push_word = |out: &mut String, word: &str| {
-        if terms.iter().any(|t| matches_term(word, t)) {
+        if terms.iter().any(|t| matches_term(word, &t.word)) {
             out.push_str("**");
             out.push_str(word);
             out.push_str("**");
@@ -267,12 +346,54 @@ mod tests {
     #[test]
     fn excerpts_mark_matching_lines() {
         let text = "# Setup\nInstall the tools.\nRun the tests with pytest -q.\nDone.\nTesting notes.";
-        let terms = vec!["testing".to_owned()];
         assert_eq!(
-            excerpt(text, &terms),
+            excerpt(text, &terms(&[("testing", 1.0)])),
             "Install the tools.\nRun the **tests** with pytest -q.\n**Testing** notes."
         );
-        assert_eq!(excerpt("a\nb\nc", &["zzz".to_owned()]), "a\nb");
-        assert_eq!(excerpt("会議のメモ帳です", &["メモ".to_owned()]), "**会議のメモ帳です**");
+        assert_eq!(excerpt("a\nb\nc", &terms(&[("zzz", 1.0)])), "a\nb");
+        assert_eq!(excerpt("会議のメモ帳です", &terms(&[("メモ", 1.0)])), "**会議のメモ帳です**");
+    }
+
+    fn terms(weighted: &[(&str, f64)]) -> Vec<QueryTerm> {
+        weighted.iter().map(|(w, weight)| QueryTerm { word: (*w).to_owned(), weight: *weight }).collect()
+    }
+
+    /// A word on every line (a speaker's name) does not choose the lines:
+    /// the rare words of the question do.
+    #[test]
+    fn rare_words_choose_the_lines_not_common_ones() {
+        let log = "- [S3:1] Caroline: Hey Mel! Good to see you!\n\
+                   - [S3:2] Melanie: Hi Caroline! How have you been?\n\
+                   - [S3:3] Caroline: Busy! I went to a LGBTQ support group yesterday.\n\
+                   - [S3:4] Melanie: That sounds great.\n\
+                   - [S3:5] Caroline: Also painted a bit.";
+        let query = terms(&[("caroline", 0.2), ("lgbtq", 4.0), ("support", 2.5), ("group", 2.0)]);
+        let shown = excerpt(log, &query);
+        assert!(shown.contains("**LGBTQ** **support** **group** yesterday"), "{shown}");
+        assert!(shown.contains("How have you been?"), "the line before the answer is its context: {shown}");
+        assert!(!shown.contains("Good to see you"), "{shown}");
+    }
+
+    #[test]
+    fn words_side_by_side_outweigh_the_same_words_apart() {
+        let text = "the support desk moved; a new group formed\nthe support group meets on Mondays";
+        let query = terms(&[("support", 1.0), ("group", 1.0)]);
+        assert!(weigh("the support group meets", &query) > weigh("the support desk; a new group", &query));
+        let shown = excerpt(text, &query);
+        assert!(shown.ends_with("the **support** **group** meets on Mondays"), "{shown}");
+    }
+
+    /// A long line keeps its start (who speaks) and shows its best sentence
+    /// whole, never a cut into the middle of either.
+    #[test]
+    fn a_long_line_keeps_its_start_and_its_best_sentence() {
+        let filler =
+            "We talked about the weather and the traffic for a while, and then about lunch. ".repeat(4);
+        let line =
+            format!("- [D10:20] Melanie: {filler}By the way, the pottery class starts on 12 May. See you!");
+        let shown = excerpt(&line, &terms(&[("pottery", 3.0), ("class", 2.0)]));
+        assert!(shown.starts_with("- [D10:20] Melanie: We talked about"), "{shown}");
+        assert!(shown.contains("… By the way, the **pottery** **class** starts on 12 May. …"), "{shown}");
+        assert!(shown.len() < line.len(), "{shown}");
     }
 }
