@@ -76,6 +76,9 @@ fn overlap(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     a.intersection(b).count() as f64 / smaller as f64
 }
 
+/// Tokens kept free for the header's count to grow when entries expand.
+const HEADER_SLACK: usize = 4;
+
 /// Ids named in the left-out line; the rest are counted.
 const LEFT_OUT_NAMED: usize = 8;
 
@@ -89,7 +92,9 @@ pub fn assemble(
     index_building: Option<IndexProgress>,
 ) -> Pack {
     let top = hits.first().map_or(0.0, |h| h.score);
-    let mut accepted: Vec<(PackEntry, HashSet<String>, usize)> = Vec::new();
+    // Each entry, its fingerprint, its cost and the whole passage when the
+    // entry holds an excerpt of it.
+    let mut accepted: Vec<(PackEntry, HashSet<String>, usize, Option<&str>)> = Vec::new();
     let mut left_out: Vec<PackEntry> = Vec::new();
     let mut pack = Pack {
         budget,
@@ -100,13 +105,13 @@ pub fn assemble(
         index_building,
     };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
-        let text = if counter.count(&hit.text) > WHOLE_PASSAGE_TOKENS {
-            hit.excerpt.replace("**", "")
+        let (text, whole) = if counter.count(&hit.text) > WHOLE_PASSAGE_TOKENS {
+            (hit.excerpt.replace("**", ""), Some(hit.text.as_str()))
         } else {
-            hit.text.clone()
+            (hit.text.clone(), None)
         };
         let fingerprint = shingles(&text);
-        if accepted.iter().any(|(_, other, _)| overlap(&fingerprint, other) >= DUPLICATE_OVERLAP) {
+        if accepted.iter().any(|(_, other, _, _)| overlap(&fingerprint, other) >= DUPLICATE_OVERLAP) {
             continue;
         }
         let entry = PackEntry {
@@ -118,15 +123,27 @@ pub fn assemble(
             score: hit.score,
         };
         let cost = counter.count(&render_entry(&entry)) + 1;
-        let estimate: usize = accepted.iter().map(|(_, _, c)| c).sum::<usize>() + cost;
-        pack.entries = accepted.iter().map(|(e, _, _)| e.clone()).chain([entry.clone()]).collect();
+        let estimate: usize = accepted.iter().map(|(_, _, c, _)| c).sum::<usize>() + cost;
+        pack.entries = accepted.iter().map(|(e, _, _, _)| e.clone()).chain([entry.clone()]).collect();
         if estimate <= budget && counter.count(&pack.render()) <= budget {
-            accepted.push((entry, fingerprint, cost));
+            accepted.push((entry, fingerprint, cost, whole));
         } else {
             left_out.push(entry);
         }
     }
-    pack.entries = accepted.into_iter().map(|(e, _, _)| e).collect();
+    let wholes: Vec<Option<&str>> = accepted.iter().map(|(_, _, _, whole)| *whole).collect();
+    pack.entries = accepted.into_iter().map(|(e, _, _, _)| e).collect();
+    pack.left_out = left_out_ids(&pack.entries, &left_out);
+    // Budget left over goes to evidence: the best entries that hold an
+    // excerpt show their whole passage instead, while it fits (with room
+    // for the header's count to grow a digit).
+    for (i, whole) in wholes.iter().enumerate() {
+        let Some(whole) = whole else { continue };
+        let excerpt = std::mem::replace(&mut pack.entries[i].text, (*whole).to_owned());
+        if counter.count(&pack.render()) + HEADER_SLACK > budget {
+            pack.entries[i].text = excerpt;
+        }
+    }
     // The line naming what did not fit counts too: entries make room for it.
     loop {
         pack.left_out = left_out_ids(&pack.entries, &left_out);

@@ -183,31 +183,54 @@ fn weigh(text: &str, terms: &[QueryTerm]) -> f64 {
 }
 
 /// The lines of `text` that say most about the query, in their order, the
-/// matches marked `**…**`: the best line by the weight of the words it
-/// holds (a rare word outweighs one on every line), the line before it (a
-/// question before its answer, a list's lead-in) and another at least half
-/// as good. Lines are whole; a long one keeps its start. The first lines
-/// when no line holds a term.
+/// matches marked `**…**`. The first is the line whose words weigh most (a
+/// rare word outweighs one on every line); the next adds the most weight
+/// of the query words not shown yet; each comes with the line after it (an
+/// answer after its question, a list after its lead-in). Lines are whole;
+/// a long one keeps its start. The first lines when no line holds a term.
 pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let scores: Vec<f64> = lines.iter().map(|l| weigh(l, terms)).collect();
-    let mut ranked: Vec<usize> = (0..lines.len()).filter(|&i| scores[i] > 0.0).collect();
-    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    let chosen: Vec<usize> = match ranked.first() {
-        None => (0..lines.len().min(2)).collect(),
-        Some(&best) => {
-            let mut chosen = vec![best];
-            chosen.extend(best.checked_sub(1));
-            for &i in &ranked[1..] {
-                if chosen.len() < EXCERPT_LINES && scores[i] * 2.0 >= scores[best] && !chosen.contains(&i) {
-                    chosen.push(i);
-                }
-            }
-            chosen.sort_unstable();
-            chosen
+    let matched: Vec<Vec<usize>> = lines.iter().map(|l| matched_terms(l, terms)).collect();
+    let mut shown = vec![false; terms.len()];
+    let mut chosen: Vec<usize> = Vec::new();
+    while chosen.len() < EXCERPT_LINES {
+        let gain = |i: usize| -> f64 {
+            let new: f64 = matched[i].iter().filter(|&&t| !shown[t]).map(|&t| terms[t].weight).sum();
+            // The first line is chosen by its whole weight, phrases included.
+            if chosen.is_empty() { weigh(lines[i], terms) } else { new }
+        };
+        let Some(best) = (0..lines.len())
+            .filter(|i| !chosen.contains(i))
+            .map(|i| (i, gain(i)))
+            .filter(|&(_, g)| g > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        for &t in &matched[best] {
+            shown[t] = true;
         }
-    };
+        let first = chosen.is_empty();
+        chosen.push(best);
+        if first && best + 1 < lines.len() {
+            chosen.push(best + 1);
+        }
+    }
+    if chosen.is_empty() {
+        chosen = (0..lines.len().min(2)).collect();
+    }
+    chosen.sort_unstable();
     chosen.iter().map(|&i| mark(&shorten(lines[i], terms), terms)).collect::<Vec<_>>().join("\n")
+}
+
+/// The terms `text` holds, each once, by their place in `terms`.
+fn matched_terms(text: &str, terms: &[QueryTerm]) -> Vec<usize> {
+    let mut found: Vec<usize> =
+        words(text).filter_map(|w| terms.iter().position(|t| matches_term(w, &t.word))).collect();
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// A line as an excerpt shows it: whole up to [`LONG_LINE`] bytes; longer,
@@ -346,9 +369,12 @@ mod tests {
     #[test]
     fn excerpts_mark_matching_lines() {
         let text = "# Setup\nInstall the tools.\nRun the tests with pytest -q.\nDone.\nTesting notes.";
+        // The first match and the line after it; a second line only for
+        // query words not shown yet.
+        assert_eq!(excerpt(text, &terms(&[("testing", 1.0)])), "Run the **tests** with pytest -q.\nDone.");
         assert_eq!(
-            excerpt(text, &terms(&[("testing", 1.0)])),
-            "Install the tools.\nRun the **tests** with pytest -q.\n**Testing** notes."
+            excerpt(text, &terms(&[("tools", 1.0), ("notes", 1.0)])),
+            "Install the **tools**.\nRun the tests with pytest -q.\nTesting **notes**."
         );
         assert_eq!(excerpt("a\nb\nc", &terms(&[("zzz", 1.0)])), "a\nb");
         assert_eq!(excerpt("会議のメモ帳です", &terms(&[("メモ", 1.0)])), "**会議のメモ帳です**");
@@ -370,7 +396,7 @@ mod tests {
         let query = terms(&[("caroline", 0.2), ("lgbtq", 4.0), ("support", 2.5), ("group", 2.0)]);
         let shown = excerpt(log, &query);
         assert!(shown.contains("**LGBTQ** **support** **group** yesterday"), "{shown}");
-        assert!(shown.contains("How have you been?"), "the line before the answer is its context: {shown}");
+        assert!(shown.contains("That sounds great."), "the line after the best one is its context: {shown}");
         assert!(!shown.contains("Good to see you"), "{shown}");
     }
 
