@@ -92,9 +92,7 @@ pub fn assemble(
     index_building: Option<IndexProgress>,
 ) -> Pack {
     let top = hits.first().map_or(0.0, |h| h.score);
-    // Each entry, its fingerprint, its cost and the whole passage when the
-    // entry holds an excerpt of it.
-    let mut accepted: Vec<(PackEntry, HashSet<String>, usize, Option<&str>)> = Vec::new();
+    let mut accepted: Vec<Taken<'_>> = Vec::new();
     let mut left_out: Vec<PackEntry> = Vec::new();
     let mut pack = Pack {
         budget,
@@ -105,13 +103,14 @@ pub fn assemble(
         index_building,
     };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
-        let (text, whole) = if counter.count(&hit.text) > WHOLE_PASSAGE_TOKENS {
-            (hit.excerpt.replace("**", ""), Some(hit.text.as_str()))
+        let passage_tokens = counter.count(&hit.text);
+        let (text, whole) = if passage_tokens > WHOLE_PASSAGE_TOKENS {
+            (hit.excerpt.replace("**", ""), Some((hit.text.as_str(), passage_tokens)))
         } else {
             (hit.text.clone(), None)
         };
         let fingerprint = shingles(&text);
-        if accepted.iter().any(|(_, other, _, _)| overlap(&fingerprint, other) >= DUPLICATE_OVERLAP) {
+        if accepted.iter().any(|t| overlap(&fingerprint, &t.fingerprint) >= DUPLICATE_OVERLAP) {
             continue;
         }
         let entry = PackEntry {
@@ -123,27 +122,18 @@ pub fn assemble(
             score: hit.score,
         };
         let cost = counter.count(&render_entry(&entry)) + 1;
-        let estimate: usize = accepted.iter().map(|(_, _, c, _)| c).sum::<usize>() + cost;
-        pack.entries = accepted.iter().map(|(e, _, _, _)| e.clone()).chain([entry.clone()]).collect();
+        let estimate: usize = accepted.iter().map(|t| t.cost).sum::<usize>() + cost;
+        pack.entries = accepted.iter().map(|t| t.entry.clone()).chain([entry.clone()]).collect();
         if estimate <= budget && counter.count(&pack.render()) <= budget {
-            accepted.push((entry, fingerprint, cost, whole));
+            accepted.push(Taken { entry, fingerprint, cost, whole });
         } else {
             left_out.push(entry);
         }
     }
-    let wholes: Vec<Option<&str>> = accepted.iter().map(|(_, _, _, whole)| *whole).collect();
-    pack.entries = accepted.into_iter().map(|(e, _, _, _)| e).collect();
+    let wholes: Vec<(Option<(&str, usize)>, usize)> = accepted.iter().map(|t| (t.whole, t.cost)).collect();
+    pack.entries = accepted.into_iter().map(|t| t.entry).collect();
     pack.left_out = left_out_ids(&pack.entries, &left_out);
-    // Budget left over goes to evidence: the best entries that hold an
-    // excerpt show their whole passage instead, while it fits (with room
-    // for the header's count to grow a digit).
-    for (i, whole) in wholes.iter().enumerate() {
-        let Some(whole) = whole else { continue };
-        let excerpt = std::mem::replace(&mut pack.entries[i].text, (*whole).to_owned());
-        if counter.count(&pack.render()) + HEADER_SLACK > budget {
-            pack.entries[i].text = excerpt;
-        }
-    }
+    spend_what_is_left(&mut pack, &wholes, counter);
     // The line naming what did not fit counts too: entries make room for it.
     loop {
         pack.left_out = left_out_ids(&pack.entries, &left_out);
@@ -163,6 +153,52 @@ pub fn assemble(
         left_out.insert(0, pack.entries.pop().expect("not empty"));
     }
     pack
+}
+
+/// An entry taken into a pack, and what assembling the pack needs of it.
+struct Taken<'h> {
+    entry: PackEntry,
+    /// Its word shingles, to tell a near-duplicate.
+    fingerprint: HashSet<String>,
+    /// Its tokens, as rendered.
+    cost: usize,
+    /// The whole passage and its tokens, when the entry holds an excerpt.
+    whole: Option<(&'h str, usize)>,
+}
+
+/// Spends the budget a pack leaves over on evidence: its best entries that
+/// hold an excerpt (`wholes[i]`: the whole passage and its tokens, and the
+/// entry's cost) show the whole passage instead, while it fits, with room
+/// for the header's count to grow a digit. Each entry is counted alone; the
+/// whole text once at the end, the last upgrades undone if that was short.
+fn spend_what_is_left(
+    pack: &mut Pack,
+    wholes: &[(Option<(&str, usize)>, usize)],
+    counter: &dyn TokenCounter,
+) {
+    let budget = pack.budget;
+    let mut used = counter.count(&pack.render());
+    let mut upgraded: Vec<(usize, String)> = Vec::new();
+    for (i, (whole, cost)) in wholes.iter().enumerate() {
+        let Some((whole, tokens)) = whole else { continue };
+        // The entry grows by at least the passage less what it holds now.
+        if used + tokens.saturating_sub(*cost) + HEADER_SLACK > budget {
+            continue;
+        }
+        let excerpt = std::mem::replace(&mut pack.entries[i].text, (*whole).to_owned());
+        let grown = (counter.count(&render_entry(&pack.entries[i])) + 1).saturating_sub(*cost);
+        if used + grown + HEADER_SLACK <= budget {
+            used += grown;
+            upgraded.push((i, excerpt));
+        } else {
+            pack.entries[i].text = excerpt;
+        }
+    }
+    while counter.count(&pack.render()) + HEADER_SLACK > budget
+        && let Some((i, excerpt)) = upgraded.pop()
+    {
+        pack.entries[i].text = excerpt;
+    }
 }
 
 /// The documents of the passages left out, each once (a document with a
@@ -290,6 +326,21 @@ mod tests {
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
             shared: false,
         }
+    }
+
+    /// A passage too long to enter whole at first enters as its excerpt;
+    /// budget left over then shows it whole.
+    #[test]
+    fn budget_left_over_shows_whole_passages() {
+        let passage = format!("{} the answer is 42 {}", "filler ".repeat(100), "more ".repeat(100));
+        let mut long = hit("log", "Log", 1.0, None, &passage);
+        long.excerpt = "the answer is 42".into();
+        let roomy = assemble(std::slice::from_ref(&long), 400, &Words, None);
+        assert_eq!(roomy.entries[0].text, passage, "room for the whole passage");
+        assert!(roomy.used <= 400 && roomy.used > 200, "{}", roomy.used);
+        let tight = assemble(&[long], 150, &Words, None);
+        assert_eq!(tight.entries[0].text, "the answer is 42", "no room: the excerpt");
+        assert!(tight.used <= 150);
     }
 
     #[test]

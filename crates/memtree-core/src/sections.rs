@@ -118,17 +118,27 @@ fn push_windows(
     let mut window = String::new();
     let mut window_line = first_line;
     let mut words = 0;
+    let mut last: Option<(usize, &str)> = None;
     for (i, line) in line_ending::lines(&body[start..end]).enumerate() {
         let line_words = line.split_whitespace().count();
         if words > 0 && words + line_words > max_words {
             flush(&mut window, label, window_line, out);
             words = 0;
+            // The next window starts with the line that ended this one, so
+            // that a line and the one after it (a question and its answer)
+            // are always in one passage together.
+            if let Some((at, text)) = last.filter(|(_, t)| !t.trim().is_empty()) {
+                window_line = first_line + at;
+                window.push_str(text);
+                words = text.split_whitespace().count();
+            }
         }
         if window.is_empty() {
             window_line = first_line + i;
         }
         window.push_str(line);
         words += line_words;
+        last = Some((i, line));
     }
     flush(&mut window, label, window_line, out);
 }
@@ -204,11 +214,16 @@ mod tests {
         let lines: Vec<String> = (0..100).map(|i| format!("line {i} has five words")).collect();
         let body = format!("## Log\n{}\n", lines.join("\n"));
         let got = passages(&body, 50);
-        assert_eq!(got.len(), 10);
+        assert_eq!(got.len(), 11);
         assert!(got.iter().all(|p| p.heading_path == ["Log"] && p.text.split_whitespace().count() <= 50));
-        let rejoined: Vec<&str> = got.iter().flat_map(|p| p.text.lines()).collect();
+        // Each window starts with the line that ended the one before.
+        for pair in got.windows(2) {
+            assert_eq!(pair[0].text.lines().last(), pair[1].text.lines().next());
+        }
+        let mut rejoined: Vec<&str> = got.iter().flat_map(|p| p.text.lines()).collect();
+        rejoined.dedup();
         assert_eq!(rejoined, lines);
-        assert_eq!(got[1].line, 12);
+        assert_eq!(got[1].line, 11);
     }
 }
 

@@ -136,14 +136,61 @@ fn light_stem(word: &str) -> String {
     word
 }
 
-/// Whether a word of the text matches a query term: the same word up to an
-/// inflection, or a CJK bigram inside it.
-fn matches_term(word: &str, term: &str) -> bool {
-    if term.chars().any(is_cjk) {
-        return word.contains(term);
+/// Tells which query term a word of the text is, the terms' stems worked
+/// out once for all the words an excerpt looks at.
+struct Matcher<'a> {
+    terms: &'a [QueryTerm],
+    /// Each term's stem, or `None` for a CJK bigram (found inside words).
+    stems: Vec<Option<String>>,
+}
+
+impl<'a> Matcher<'a> {
+    fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
+        let stems =
+            terms.iter().map(|t| (!t.word.chars().any(is_cjk)).then(|| light_stem(&t.word))).collect();
+        Matcher { terms, stems }
     }
-    let (w, t) = (light_stem(word), light_stem(term));
-    w == t || (t.chars().count() >= 4 && w.starts_with(&t)) || (w.chars().count() >= 4 && t.starts_with(&w))
+
+    /// The first term `word` matches.
+    fn term_of(&self, word: &str) -> Option<usize> {
+        let mut stem: Option<String> = None;
+        self.terms.iter().zip(&self.stems).position(|(term, t)| match t {
+            None => word.contains(term.word.as_str()),
+            Some(t) => {
+                let w = stem.get_or_insert_with(|| light_stem(word));
+                w == t
+                    || (t.chars().count() >= 4 && w.starts_with(t.as_str()))
+                    || (w.chars().count() >= 4 && t.starts_with(w.as_str()))
+            }
+        })
+    }
+
+    /// The term of each word of `text`, in order.
+    fn sequence(&self, text: &str) -> Vec<Option<usize>> {
+        words(text).map(|w| self.term_of(w)).collect()
+    }
+
+    /// How much a text whose words are `sequence` says about the query:
+    /// the weights of the distinct terms it holds, and for each two terms
+    /// it holds side by side (a phrase of the query) the smaller of their
+    /// weights again.
+    fn weight(&self, sequence: &[Option<usize>]) -> f64 {
+        let mut seen = vec![false; self.terms.len()];
+        let mut score = 0.0;
+        for &i in sequence.iter().flatten() {
+            if !std::mem::replace(&mut seen[i], true) {
+                score += self.terms[i].weight;
+            }
+        }
+        for pair in sequence.windows(2) {
+            if let [Some(a), Some(b)] = *pair
+                && a != b
+            {
+                score += self.terms[a].weight.min(self.terms[b].weight);
+            }
+        }
+        score
+    }
 }
 
 /// Most lines an excerpt shows.
@@ -159,29 +206,6 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
-/// How much `text` says about the query: the weights of the distinct terms
-/// it holds, and for each two terms it holds side by side (a phrase of the
-/// query) the smaller of their weights again.
-fn weigh(text: &str, terms: &[QueryTerm]) -> f64 {
-    let matched: Vec<Option<usize>> =
-        words(text).map(|w| terms.iter().position(|t| matches_term(w, &t.word))).collect();
-    let mut seen = vec![false; terms.len()];
-    let mut score = 0.0;
-    for &i in matched.iter().flatten() {
-        if !std::mem::replace(&mut seen[i], true) {
-            score += terms[i].weight;
-        }
-    }
-    for pair in matched.windows(2) {
-        if let [Some(a), Some(b)] = *pair
-            && a != b
-        {
-            score += terms[a].weight.min(terms[b].weight);
-        }
-    }
-    score
-}
-
 /// The lines of `text` that say most about the query, in their order, the
 /// matches marked `**…**`. The first is the line whose words weigh most (a
 /// rare word outweighs one on every line); the next adds the most weight
@@ -190,14 +214,25 @@ fn weigh(text: &str, terms: &[QueryTerm]) -> f64 {
 /// a long one keeps its start. The first lines when no line holds a term.
 pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let matched: Vec<Vec<usize>> = lines.iter().map(|l| matched_terms(l, terms)).collect();
+    let matcher = Matcher::new(terms);
+    let sequences: Vec<Vec<Option<usize>>> = lines.iter().map(|l| matcher.sequence(l)).collect();
+    let weights: Vec<f64> = sequences.iter().map(|seq| matcher.weight(seq)).collect();
+    let matched: Vec<Vec<usize>> = sequences
+        .iter()
+        .map(|seq| {
+            let mut found: Vec<usize> = seq.iter().flatten().copied().collect();
+            found.sort_unstable();
+            found.dedup();
+            found
+        })
+        .collect();
     let mut shown = vec![false; terms.len()];
     let mut chosen: Vec<usize> = Vec::new();
     while chosen.len() < EXCERPT_LINES {
         let gain = |i: usize| -> f64 {
             let new: f64 = matched[i].iter().filter(|&&t| !shown[t]).map(|&t| terms[t].weight).sum();
             // The first line is chosen by its whole weight, phrases included.
-            if chosen.is_empty() { weigh(lines[i], terms) } else { new }
+            if chosen.is_empty() { weights[i] } else { new }
         };
         let Some(best) = (0..lines.len())
             .filter(|i| !chosen.contains(i))
@@ -221,21 +256,12 @@ pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
         chosen = (0..lines.len().min(2)).collect();
     }
     chosen.sort_unstable();
-    chosen.iter().map(|&i| mark(&shorten(lines[i], terms), terms)).collect::<Vec<_>>().join("\n")
-}
-
-/// The terms `text` holds, each once, by their place in `terms`.
-fn matched_terms(text: &str, terms: &[QueryTerm]) -> Vec<usize> {
-    let mut found: Vec<usize> =
-        words(text).filter_map(|w| terms.iter().position(|t| matches_term(w, &t.word))).collect();
-    found.sort_unstable();
-    found.dedup();
-    found
+    chosen.iter().map(|&i| mark(&shorten(lines[i], &matcher), &matcher)).collect::<Vec<_>>().join("\n")
 }
 
 /// A line as an excerpt shows it: whole up to [`LONG_LINE`] bytes; longer,
 /// its start (who speaks, what the item is) and its best sentence.
-fn shorten(line: &str, terms: &[QueryTerm]) -> String {
+fn shorten(line: &str, matcher: &Matcher<'_>) -> String {
     if line.len() <= LONG_LINE {
         return line.to_owned();
     }
@@ -243,7 +269,9 @@ fn shorten(line: &str, terms: &[QueryTerm]) -> String {
     let best = sentences
         .iter()
         .copied()
-        .max_by(|a, b| weigh(a, terms).total_cmp(&weigh(b, terms)).then(b.len().cmp(&a.len())))
+        .map(|sentence| (sentence, matcher.weight(&matcher.sequence(sentence))))
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.len().cmp(&a.0.len())))
+        .map(|(sentence, _)| sentence)
         .unwrap_or(line);
     let start = &line[..cut_at_word(line, LINE_START)];
     let best = if best.len() > LONG_LINE { &best[..cut_at_word(best, LONG_LINE)] } else { best };
@@ -287,12 +315,12 @@ fn cut_at_word(text: &str, max: usize) -> usize {
     text[..end].rfind(char::is_whitespace).filter(|&at| at > 0).unwrap_or(end)
 }
 
-fn mark(line: &str, terms: &[QueryTerm]) -> String {
+fn mark(line: &str, matcher: &Matcher<'_>) -> String {
     let mut out = String::with_capacity(line.len() + 16);
     let mut word_start: Option<usize> = None;
     let bytes_end = line.len();
     let push_word = |out: &mut String, word: &str| {
-        if terms.iter().any(|t| matches_term(word, &t.word)) {
+        if matcher.term_of(word).is_some() {
             out.push_str("**");
             out.push_str(word);
             out.push_str("**");
@@ -404,7 +432,9 @@ mod tests {
     fn words_side_by_side_outweigh_the_same_words_apart() {
         let text = "the support desk moved; a new group formed\nthe support group meets on Mondays";
         let query = terms(&[("support", 1.0), ("group", 1.0)]);
-        assert!(weigh("the support group meets", &query) > weigh("the support desk; a new group", &query));
+        let matcher = Matcher::new(&query);
+        let weigh = |text: &str| matcher.weight(&matcher.sequence(text));
+        assert!(weigh("the support group meets") > weigh("the support desk; a new group"));
         let shown = excerpt(text, &query);
         assert!(shown.ends_with("the **support** **group** meets on Mondays"), "{shown}");
     }

@@ -24,15 +24,15 @@ use memtree_test::open_indexed;
 
 /// The levels reached, over 169 questions (when the set was written:
 /// doc@5 0.740, excerpt@5 0.515, pack@500 0.509, pack@1000 0.562,
-/// pack@2000 0.568; with excerpts by word weight and packs that spend
-/// what is left of their budget on whole passages: 0.740, 0.544, 0.533,
-/// 0.639, 0.686). Each minimum is that level less 0.03, rounded down;
-/// raise them as retrieval improves.
-const MIN_DOC_AT_5: f64 = 0.71;
-const MIN_EXCERPT_AT_5: f64 = 0.51;
-const MIN_PACK_AT_500: f64 = 0.50;
-const MIN_PACK_AT_1000: f64 = 0.60;
-const MIN_PACK_AT_2000: f64 = 0.65;
+/// pack@2000 0.568; with excerpts by word weight, packs that spend what is
+/// left of their budget on whole passages, and passages that overlap by a
+/// line: 0.728, 0.556, 0.556, 0.675, 0.710). Each minimum is that level
+/// less 0.03, rounded down; raise them as retrieval improves.
+const MIN_DOC_AT_5: f64 = 0.69;
+const MIN_EXCERPT_AT_5: f64 = 0.52;
+const MIN_PACK_AT_500: f64 = 0.52;
+const MIN_PACK_AT_1000: f64 = 0.64;
+const MIN_PACK_AT_2000: f64 = 0.68;
 
 /// The size the set promises (see its `check_fixture.py`).
 const MIN_QUERIES: usize = 110;
