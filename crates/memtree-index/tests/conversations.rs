@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use memtree_test::open_indexed;
+use memtree_test::indexed_copy;
 
 /// The levels reached, over 169 questions (when the set was written:
 /// doc@5 0.740, excerpt@5 0.515, pack@500 0.509, pack@1000 0.562,
@@ -49,22 +49,6 @@ struct Query {
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/relevance/conversations")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
-    while let Some((src, dst)) = stack.pop() {
-        std::fs::create_dir_all(&dst).unwrap();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let entry = entry.unwrap();
-            let target = dst.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                stack.push((entry.path(), target));
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
 }
 
 /// Whether `text` holds `answer` verbatim once the `**` match marks are gone.
@@ -111,10 +95,7 @@ impl Score {
 
 #[test]
 fn answers_reach_the_agent_on_the_conversation_set() {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&fixture().join("store"), dir.path());
-    let memory = open_indexed(dir.path());
-    memory.reconcile().unwrap();
+    let (_dir, memory) = indexed_copy("relevance/conversations/store");
     let queries: Vec<Query> =
         yaml_serde::from_str(&std::fs::read_to_string(fixture().join("queries.yaml")).unwrap()).unwrap();
     assert!(

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memtree_core::{DocId, Hit};
-use memtree_test::open_indexed;
+use memtree_test::indexed_copy;
 
 /// The levels reached (recall@5 0.867, MRR 0.846 over 110 queries); a
 /// change that lowers them is a regression.
@@ -28,22 +28,6 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/relevance")
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
-    while let Some((src, dst)) = stack.pop() {
-        std::fs::create_dir_all(&dst).unwrap();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let entry = entry.unwrap();
-            let target = dst.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                stack.push((entry.path(), target));
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-}
-
 /// Whether a hit answers a target: `id` (any passage of it) or `id#Heading`
 /// (that section, or a passage under it).
 fn answers(hit: &Hit, target: &str) -> bool {
@@ -60,10 +44,7 @@ struct Score {
 
 #[test]
 fn ranking_quality_on_the_relevance_set() {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&fixture().join("store"), dir.path());
-    let memory = open_indexed(dir.path());
-    memory.reconcile().unwrap();
+    let (_dir, memory) = indexed_copy("relevance/store");
     let queries: Vec<Query> =
         yaml_serde::from_str(&std::fs::read_to_string(fixture().join("queries.yaml")).unwrap()).unwrap();
     assert!(queries.len() >= 60, "the set needs at least 60 queries");

@@ -27,3 +27,30 @@ pub fn open_indexed_with(dir: &Path, settings: MemorySettings) -> Memory {
         .unwrap()
         .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()))
 }
+
+/// A copy of the store in the repository folder `tests/<store>` (a
+/// relevance set) in a temporary folder, opened with its index and brought
+/// up to date, so that a test may write to it.
+///
+/// # Panics
+/// When the folder cannot be copied or the store opened.
+pub fn indexed_copy(store: &str) -> (tempfile::TempDir, Memory) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests").join(store);
+    let dir = tempfile::tempdir().unwrap();
+    let mut stack = vec![(from, dir.path().to_path_buf())];
+    while let Some((src, dst)) = stack.pop() {
+        std::fs::create_dir_all(&dst).unwrap();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let entry = entry.unwrap();
+            let target = dst.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                stack.push((entry.path(), target));
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let memory = open_indexed(dir.path());
+    memory.reconcile().unwrap();
+    (dir, memory)
+}
