@@ -30,18 +30,15 @@ Prints statistics at the end. Exit status 0 when every check passes.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as dt
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
+
+import fixture_checks as checks
 
 HERE = Path(__file__).resolve().parent
 STORE = HERE / "store"
@@ -55,39 +52,16 @@ JAPANESE_DOC_MIN_CHARS = 100  # kana/kanji characters for a doc to count as Japa
 LONG_SECTION_WORDS = 400
 
 KINDS = {"keyword", "paraphrase", "question", "cjk", "digits", "quotes", "syntax", "typo"}
+QUERY_KEYS = ("query", "kind", "expect", "absent", "note")
 SCOPES = {"global", "agent", "project", "ephemeral"}
-SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}(?:$|[T ])")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
-WIKI = re.compile(r"(?<!\\)\[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\]")
 JAPANESE_CHAR = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u4e00-\u9fff\u3005\u30fc]")
 
 
-class Report:
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def error(self, where: str, what: str) -> None:
-        self.errors.append(f"{where}: {what}")
-
-
 # ---------------------------------------------------------------- documents
-
-
-def valid_id(doc_id: str) -> str | None:
-    """Returns why `doc_id` is not a valid id, or None."""
-    if not doc_id:
-        return "empty id"
-    if len(doc_id.encode()) > 128:
-        return f"longer than 128 bytes ({len(doc_id.encode())})"
-    for segment in doc_id.split("/"):
-        if not segment:
-            return "empty segment"
-        if not SEGMENT.fullmatch(segment):
-            return f"invalid characters in segment {segment!r}"
-    return None
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -112,7 +86,7 @@ def scalar_string(value: object) -> str | None:
     return None
 
 
-def check_front_matter(where: str, raw: str, report: Report) -> dict:
+def check_front_matter(where: str, raw: str, report: checks.Report) -> dict:
     """Parses and validates a front-matter block; returns the known keys."""
     try:
         data = yaml.safe_load(raw) if raw.strip() else None
@@ -295,17 +269,17 @@ def parse_document(body: str) -> tuple[list[str], list[tuple[int, str, list[str]
             m = ATX.match(line)
             if m:
                 if paragraph:
-                    links.extend(WIKI.findall(strip_code_spans("\n".join(paragraph))))
+                    links.extend(checks.WIKI.findall(strip_code_spans("\n".join(paragraph))))
                     paragraph = []
                 heading = (m.group(2) or "").strip()
-                links.extend(WIKI.findall(strip_code_spans(heading)))
+                links.extend(checks.WIKI.findall(strip_code_spans(heading)))
                 current = (len(m.group(1)), heading, [])
                 sections.append(current)
             else:
                 paragraph.append(line)
                 (current[2] if current else preamble).append(line)
         if paragraph:
-            links.extend(WIKI.findall(strip_code_spans("\n".join(paragraph))))
+            links.extend(checks.WIKI.findall(strip_code_spans("\n".join(paragraph))))
     seen: list[str] = []
     for link in links:
         link = link.strip()
@@ -325,88 +299,20 @@ def section_words(lines: list[str]) -> int:
 # ------------------------------------------------------------------- checks
 
 
-def load_store(report: Report) -> dict[str, dict]:
-    docs: dict[str, dict] = {}
-    lower: dict[str, str] = {}
-    if not STORE.is_dir():
-        report.error(str(STORE), "store folder is missing")
-        return docs
-    for path in sorted(STORE.rglob("*")):
-        rel = path.relative_to(STORE).as_posix()
-        if rel.startswith(".memtree"):
-            continue
-        if path.is_dir():
-            continue
-        if not rel.endswith(".md"):
-            report.error(rel, "not a .md file")
-            continue
-        doc_id = rel[: -len(".md")]
-        why = valid_id(doc_id)
-        if why:
-            report.error(rel, f"invalid id {doc_id!r}: {why}")
-            continue
-        if doc_id.lower() in lower:
-            report.error(rel, f"id differs only in letter case from {lower[doc_id.lower()]!r}")
-        lower[doc_id.lower()] = doc_id
-        raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            report.error(doc_id, f"not UTF-8: {e}")
-            continue
-        yaml_block, body = split_front_matter(text)
-        fm = check_front_matter(doc_id, yaml_block, report) if yaml_block is not None else {}
-        links, sections = parse_document(body)
-        docs[doc_id] = {
-            "bytes": len(raw),
-            "text": text,
-            "body": body,
-            "has_fm": yaml_block is not None,
-            "fm": fm,
-            "links": links,
-            "sections": sections,
-        }
-    return docs
-
-
-def check_tree(docs: dict[str, dict], report: Report) -> None:
-    if "root" not in docs:
-        report.error("root", "root.md is missing")
-        return
-    parents: dict[str, list[str]] = collections.defaultdict(list)
-    for doc_id, doc in docs.items():
-        for target in doc["links"]:
-            why = valid_id(target)
-            if why:
-                report.error(doc_id, f"link [[{target}]] is not a valid id: {why}")
-                continue
-            if target == doc_id:
-                report.error(doc_id, f"links to itself [[{target}]]")
-            elif target == "root":
-                report.error(doc_id, "links to root")
-            elif target not in docs:
-                report.error(doc_id, f"links to missing document [[{target}]]")
-            else:
-                parents[target].append(doc_id)
-    for doc_id in docs:
-        if doc_id == "root":
-            continue
-        ps = parents.get(doc_id, [])
-        if not ps:
-            report.error(doc_id, "has no parent (orphan)")
-        elif len(ps) > 1:
-            report.error(doc_id, f"has {len(ps)} parents: {', '.join(ps)} (cross-tree link)")
-    reachable = set()
-    stack = ["root"]
-    while stack:
-        cur = stack.pop()
-        if cur in reachable:
-            continue
-        reachable.add(cur)
-        stack.extend(t for t in docs[cur]["links"] if t in docs and t != "root")
-    for doc_id in sorted(set(docs) - reachable):
-        if parents.get(doc_id):
-            report.error(doc_id, "not reachable from root (cycle)")
+def describe_note(doc_id: str, raw: bytes, text: str, report: checks.Report) -> dict:
+    """A note's entry in the store: its front-matter checked, links and sections."""
+    yaml_block, body = split_front_matter(text)
+    fm = check_front_matter(doc_id, yaml_block, report) if yaml_block is not None else {}
+    links, sections = parse_document(body)
+    return {
+        "bytes": len(raw),
+        "text": text,
+        "body": body,
+        "has_fm": yaml_block is not None,
+        "fm": fm,
+        "links": links,
+        "sections": sections,
+    }
 
 
 def depth_map(docs: dict[str, dict]) -> dict[str, int]:
@@ -428,37 +334,9 @@ def is_stale(doc: dict, today: dt.date) -> bool:
     return fm.get("scope") == "ephemeral" and "expires" in fm and fm["expires"] < today
 
 
-def check_queries(docs: dict[str, dict], report: Report, today: dt.date) -> list[dict]:
-    if not QUERIES.is_file():
-        report.error(str(QUERIES), "queries.yaml is missing")
-        return []
-    try:
-        entries = yaml.safe_load(QUERIES.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        report.error("queries.yaml", f"not valid YAML: {e}")
-        return []
-    if not isinstance(entries, list):
-        report.error("queries.yaml", "must be a YAML list")
-        return []
-    seen_queries: set[str] = set()
-    for n, entry in enumerate(entries, 1):
-        where = f"queries.yaml entry {n}"
-        if not isinstance(entry, dict):
-            report.error(where, "not a mapping")
-            continue
-        unknown = set(entry) - {"query", "kind", "expect", "absent", "note"}
-        if unknown:
-            report.error(where, f"unknown keys {sorted(unknown)}")
-        q = entry.get("query")
-        if not isinstance(q, str) or not q.strip():
-            report.error(where, "query must be a non-empty string")
-            continue
-        where = f"{where} ({q!r})"
-        if q in seen_queries:
-            report.error(where, "duplicate query")
-        seen_queries.add(q)
-        if entry.get("kind") not in KINDS:
-            report.error(where, f"kind {entry.get('kind')!r} is not one of {sorted(KINDS)}")
+def check_queries(docs: dict[str, dict], report: checks.Report, today: dt.date) -> list[dict]:
+    entries = checks.load_queries(QUERIES, report)
+    for where, entry in checks.query_entries(entries, report, KINDS, QUERY_KEYS, exact=False):
         expect = entry.get("expect")
         if not isinstance(expect, list) or not expect or not all(isinstance(t, str) for t in expect):
             report.error(where, "expect must be a non-empty list of strings")
@@ -496,53 +374,18 @@ def check_queries(docs: dict[str, dict], report: Report, today: dt.date) -> list
     return [e for e in entries if isinstance(e, dict)]
 
 
-def run_memtree(binary: Path, report: Report) -> str:
-    with tempfile.TemporaryDirectory(prefix="memtree-relevance-") as tmp:
-        copy = Path(tmp) / "store"
-        shutil.copytree(STORE, copy, ignore=shutil.ignore_patterns(".memtree"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
-        env.pop("DATA_DIR", None)
-        env.pop("ROOT_TEMPLATE", None)
-        env["HOME"] = tmp
-        # A fresh copy has no search index yet; build it first when this
-        # memtree has `reindex`, so that an out-of-date index is no finding.
-        helptext = subprocess.run([str(binary), "--help"], capture_output=True, text=True, env=env)
-        if re.search(r"^\s+reindex\b", helptext.stdout, flags=re.M):
-            idx = subprocess.run(
-                [str(binary), "--data-dir", str(copy), "reindex"],
-                capture_output=True, text=True, env=env, timeout=300,
-            )
-            if idx.returncode != 0:
-                report.error("memtree reindex", f"exit status {idx.returncode}:\n{idx.stderr.strip()}")
-        proc = subprocess.run(
-            [str(binary), "--data-dir", str(copy), "validate"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
-        out = (proc.stdout + proc.stderr).strip()
-        if proc.returncode != 0:
-            report.error("memtree validate", f"exit status {proc.returncode}:\n{out}")
-        elif not re.search(r"\b0 findings\b", out):
-            report.error("memtree validate", f"reported findings:\n{out}")
-        return out.splitlines()[-1] if out else ""
-
-
 # -------------------------------------------------------------------- main
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--memtree", type=Path, default=REPO / "target" / "debug" / "memtree")
-    ap.add_argument("--no-memtree", action="store_true", help="skip `memtree validate`")
+    ap = checks.argument_parser(__doc__, REPO)
     ap.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today(),
                     help="date used to decide which ephemeral notes have expired")
     args = ap.parse_args()
 
-    report = Report()
-    docs = load_store(report)
-    check_tree(docs, report)
+    report = checks.Report()
+    docs = checks.load_store(STORE, report, describe_note)
+    checks.check_tree(docs, report, many_parents_note=" (cross-tree link)")
     entries = check_queries(docs, report, args.today)
 
     japanese = [d for d, doc in docs.items() if japanese_chars(doc["body"]) >= JAPANESE_DOC_MIN_CHARS]
@@ -553,12 +396,7 @@ def main() -> int:
     if len(japanese) < MIN_JAPANESE_DOCS:
         report.error("store", f"{len(japanese)} Japanese documents, need at least {MIN_JAPANESE_DOCS}")
 
-    memtree_line = "skipped"
-    if not args.no_memtree:
-        if args.memtree.is_file() and os.access(args.memtree, os.X_OK):
-            memtree_line = run_memtree(args.memtree, report)
-        else:
-            memtree_line = f"skipped ({args.memtree} not found)"
+    memtree_line = checks.memtree_validate(args, STORE, "memtree-relevance-", report)
 
     # statistics
     sizes = sorted(doc["bytes"] for doc in docs.values())
@@ -580,8 +418,7 @@ def main() -> int:
 
     print(f"documents:            {len(docs)}")
     print(f"sections (headings):  {sections}")
-    print(f"bytes: min {sizes[0] if sizes else 0}, median {sizes[len(sizes)//2] if sizes else 0}, "
-          f"max {sizes[-1] if sizes else 0}, total {sum(sizes)}")
+    print(checks.bytes_line(sizes))
     print(f"300-1500 bytes:       {sum(1 for s in sizes if 300 <= s <= 1500)}")
     print(f"3-8 KB documents:     {len(long_docs)}")
     print(f"sections > {LONG_SECTION_WORDS} words: {len(long_sections)}")
@@ -597,13 +434,7 @@ def main() -> int:
     print(f"queries:              {len(entries)}  {dict(sorted(kinds.items()))}, {with_absent} with absent")
     print(f"memtree validate:     {memtree_line}")
 
-    if report.errors:
-        print(f"\nFAILED: {len(report.errors)} problem(s)")
-        for e in report.errors:
-            print(f"  - {e}")
-        return 1
-    print("\nOK")
-    return 0
+    return checks.finish(report)
 
 
 if __name__ == "__main__":

@@ -31,18 +31,16 @@ Prints statistics at the end. Exit status 0 when every check passes.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as dt
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import yaml
+# fixture_checks.py, the checks shared with the notes fixture, lives one folder up.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import fixture_checks as checks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STORE = HERE / "store"
@@ -60,34 +58,11 @@ LONG_TURN = 250
 
 REQUIRED_KINDS = {"who", "when", "paraphrase", "keyword", "question"}
 KINDS = REQUIRED_KINDS | {"multi"}
-SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
-WIKI = re.compile(r"(?<!\\)\[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\]")
+QUERY_KEYS = ("query", "kind", "doc", "answer")
 SESSION_ID = re.compile(r"sessions/s(\d{2,})")
 HEADER = re.compile(r"# Session (\d+) · (\d{4}-\d{2}-\d{2}) \((\w+)\b[^)]*\)")
 TURN = re.compile(r"- \[S(\d+):(\d+)\] ([A-Z][a-z]+): (\S.*)")
 ROOT_ITEM = re.compile(r"- \[\[(sessions/s\d+)\]\]: \S.*")
-
-
-class Report:
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def error(self, where: str, what: str) -> None:
-        self.errors.append(f"{where}: {what}")
-
-
-def valid_id(doc_id: str) -> str | None:
-    """Returns why `doc_id` is not a valid id, or None."""
-    if not doc_id:
-        return "empty id"
-    if len(doc_id.encode()) > 128:
-        return f"longer than 128 bytes ({len(doc_id.encode())})"
-    for segment in doc_id.split("/"):
-        if not segment:
-            return "empty segment"
-        if not SEGMENT.fullmatch(segment):
-            return f"invalid characters in segment {segment!r}"
-    return None
 
 
 def links_of(text: str) -> list[str]:
@@ -101,7 +76,7 @@ def links_of(text: str) -> list[str]:
         if not fenced:
             kept.append(re.sub(r"`[^`\n]*`", " ", line))
     seen: list[str] = []
-    for link in WIKI.findall("\n".join(kept)):
+    for link in checks.WIKI.findall("\n".join(kept)):
         link = link.strip()
         if link not in seen:
             seen.append(link)
@@ -111,79 +86,12 @@ def links_of(text: str) -> list[str]:
 # ------------------------------------------------------------------- checks
 
 
-def load_store(report: Report) -> dict[str, dict]:
-    docs: dict[str, dict] = {}
-    lower: dict[str, str] = {}
-    if not STORE.is_dir():
-        report.error(str(STORE), "store folder is missing")
-        return docs
-    for path in sorted(STORE.rglob("*")):
-        rel = path.relative_to(STORE).as_posix()
-        if rel.startswith(".memtree") or path.is_dir():
-            continue
-        if not rel.endswith(".md"):
-            report.error(rel, "not a .md file")
-            continue
-        doc_id = rel[: -len(".md")]
-        why = valid_id(doc_id)
-        if why:
-            report.error(rel, f"invalid id {doc_id!r}: {why}")
-            continue
-        if doc_id.lower() in lower:
-            report.error(rel, f"id differs only in letter case from {lower[doc_id.lower()]!r}")
-        lower[doc_id.lower()] = doc_id
-        raw = path.read_bytes()
-        if len(raw) >= MAX_DOC_BYTES:
-            report.error(doc_id, f"{len(raw)} bytes, must stay under {MAX_DOC_BYTES}")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            report.error(doc_id, f"not UTF-8: {e}")
-            continue
-        docs[doc_id] = {"bytes": len(raw), "text": text, "links": links_of(text)}
-    return docs
+def describe_session(doc_id: str, raw: bytes, text: str, report: checks.Report) -> dict:
+    """A document's entry in the store: its bytes, text and links."""
+    return {"bytes": len(raw), "text": text, "links": links_of(text)}
 
 
-def check_tree(docs: dict[str, dict], report: Report) -> None:
-    if "root" not in docs:
-        report.error("root", "root.md is missing")
-        return
-    parents: dict[str, list[str]] = collections.defaultdict(list)
-    for doc_id, doc in docs.items():
-        for target in doc["links"]:
-            why = valid_id(target)
-            if why:
-                report.error(doc_id, f"link [[{target}]] is not a valid id: {why}")
-            elif target == doc_id:
-                report.error(doc_id, f"links to itself [[{target}]]")
-            elif target == "root":
-                report.error(doc_id, "links to root")
-            elif target not in docs:
-                report.error(doc_id, f"links to missing document [[{target}]]")
-            else:
-                parents[target].append(doc_id)
-    for doc_id in docs:
-        if doc_id == "root":
-            continue
-        ps = parents.get(doc_id, [])
-        if not ps:
-            report.error(doc_id, "has no parent (orphan)")
-        elif len(ps) > 1:
-            report.error(doc_id, f"has {len(ps)} parents: {', '.join(ps)}")
-    reachable = set()
-    stack = ["root"]
-    while stack:
-        cur = stack.pop()
-        if cur in reachable:
-            continue
-        reachable.add(cur)
-        stack.extend(t for t in docs[cur]["links"] if t in docs and t != "root")
-    for doc_id in sorted(set(docs) - reachable):
-        if parents.get(doc_id):
-            report.error(doc_id, "not reachable from root (cycle)")
-
-
-def check_root(docs: dict[str, dict], sessions: list[str], report: Report) -> None:
+def check_root(docs: dict[str, dict], sessions: list[str], report: checks.Report) -> None:
     if "root" not in docs:
         return
     listed = []
@@ -199,7 +107,7 @@ def check_root(docs: dict[str, dict], sessions: list[str], report: Report) -> No
             report.error("root", f"does not list {s}")
 
 
-def check_sessions(docs: dict[str, dict], report: Report) -> dict[str, dict]:
+def check_sessions(docs: dict[str, dict], report: checks.Report) -> dict[str, dict]:
     """Checks every session's header and turns; returns per-session stats."""
     stats: dict[str, dict] = {}
     for doc_id, doc in sorted(docs.items()):
@@ -258,36 +166,9 @@ def check_sessions(docs: dict[str, dict], report: Report) -> dict[str, dict]:
     return stats
 
 
-def check_queries(docs: dict[str, dict], report: Report) -> list[dict]:
-    if not QUERIES.is_file():
-        report.error(str(QUERIES), "queries.yaml is missing")
-        return []
-    try:
-        entries = yaml.safe_load(QUERIES.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        report.error("queries.yaml", f"not valid YAML: {e}")
-        return []
-    if not isinstance(entries, list):
-        report.error("queries.yaml", "must be a YAML list")
-        return []
-    seen: set[str] = set()
-    for n, entry in enumerate(entries, 1):
-        where = f"queries.yaml entry {n}"
-        if not isinstance(entry, dict):
-            report.error(where, "not a mapping")
-            continue
-        if set(entry) != {"query", "kind", "doc", "answer"}:
-            report.error(where, f"keys {sorted(entry)}, need exactly query, kind, doc, answer")
-        q = entry.get("query")
-        if not isinstance(q, str) or not q.strip():
-            report.error(where, "query must be a non-empty string")
-            continue
-        where = f"{where} ({q!r})"
-        if q in seen:
-            report.error(where, "duplicate query")
-        seen.add(q)
-        if entry.get("kind") not in KINDS:
-            report.error(where, f"kind {entry.get('kind')!r} is not one of {sorted(KINDS)}")
+def check_queries(docs: dict[str, dict], report: checks.Report) -> list[dict]:
+    entries = checks.load_queries(QUERIES, report)
+    for where, entry in checks.query_entries(entries, report, KINDS, QUERY_KEYS, exact=True):
         doc_id, answer = entry.get("doc"), entry.get("answer")
         if not isinstance(answer, str):
             report.error(where, "answer must be a string")
@@ -308,48 +189,16 @@ def check_queries(docs: dict[str, dict], report: Report) -> list[dict]:
     return [e for e in entries if isinstance(e, dict)]
 
 
-def run_memtree(binary: Path, report: Report) -> str:
-    with tempfile.TemporaryDirectory(prefix="memtree-conversations-") as tmp:
-        copy = Path(tmp) / "store"
-        shutil.copytree(STORE, copy, ignore=shutil.ignore_patterns(".memtree"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
-        env.pop("DATA_DIR", None)
-        env.pop("ROOT_TEMPLATE", None)
-        env["HOME"] = tmp
-        # A fresh copy has no search index yet; build it first when this
-        # memtree has `reindex`, so that an out-of-date index is no finding.
-        helptext = subprocess.run([str(binary), "--help"], capture_output=True, text=True, env=env)
-        if re.search(r"^\s+reindex\b", helptext.stdout, flags=re.M):
-            idx = subprocess.run(
-                [str(binary), "--data-dir", str(copy), "reindex"],
-                capture_output=True, text=True, env=env, timeout=300,
-            )
-            if idx.returncode != 0:
-                report.error("memtree reindex", f"exit status {idx.returncode}:\n{idx.stderr.strip()}")
-        proc = subprocess.run(
-            [str(binary), "--data-dir", str(copy), "validate"],
-            capture_output=True, text=True, env=env, timeout=300,
-        )
-        out = (proc.stdout + proc.stderr).strip()
-        if proc.returncode != 0:
-            report.error("memtree validate", f"exit status {proc.returncode}:\n{out}")
-        elif not re.search(r"\b0 findings\b", out):
-            report.error("memtree validate", f"reported findings:\n{out}")
-        return out.splitlines()[-1] if out else ""
-
-
 # -------------------------------------------------------------------- main
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--memtree", type=Path, default=REPO / "target" / "debug" / "memtree")
-    ap.add_argument("--no-memtree", action="store_true", help="skip `memtree validate`")
+    ap = checks.argument_parser(__doc__, REPO)
     args = ap.parse_args()
 
-    report = Report()
-    docs = load_store(report)
-    check_tree(docs, report)
+    report = checks.Report()
+    docs = checks.load_store(STORE, report, describe_session, max_bytes=MAX_DOC_BYTES)
+    checks.check_tree(docs, report)
     stats = check_sessions(docs, report)
     check_root(docs, sorted(stats), report)
     entries = check_queries(docs, report)
@@ -363,12 +212,7 @@ def main() -> int:
         if kinds[kind] < MIN_PER_KIND:
             report.error("queries.yaml", f"{kinds[kind]} {kind!r} queries, need at least {MIN_PER_KIND}")
 
-    memtree_line = "skipped"
-    if not args.no_memtree:
-        if args.memtree.is_file() and os.access(args.memtree, os.X_OK):
-            memtree_line = run_memtree(args.memtree, report)
-        else:
-            memtree_line = f"skipped ({args.memtree} not found)"
+    memtree_line = checks.memtree_validate(args, STORE, "memtree-conversations-", report)
 
     sizes = sorted(doc["bytes"] for doc in docs.values())
     turns = [t for s in stats.values() for t in s["turns"]]
@@ -378,8 +222,7 @@ def main() -> int:
     answered = collections.Counter(e.get("doc") for e in entries)
 
     print(f"documents:            {len(docs)} ({len(stats)} sessions and root)")
-    print(f"bytes: min {sizes[0] if sizes else 0}, median {sizes[len(sizes) // 2] if sizes else 0}, "
-          f"max {sizes[-1] if sizes else 0}, total {sum(sizes)}")
+    print(checks.bytes_line(sizes))
     print(f"dates:                {dates[0] if dates else '-'} to {dates[-1] if dates else '-'}")
     print(f"turns:                {len(turns)} (per session min {per_session[0] if per_session else 0}, "
           f"max {per_session[-1] if per_session else 0})")
@@ -391,13 +234,7 @@ def main() -> int:
           f"sessions without any: {sorted(set(stats) - set(answered))}")
     print(f"memtree validate:     {memtree_line}")
 
-    if report.errors:
-        print(f"\nFAILED: {len(report.errors)} problem(s)")
-        for e in report.errors:
-            print(f"  - {e}")
-        return 1
-    print("\nOK")
-    return 0
+    return checks.finish(report)
 
 
 if __name__ == "__main__":
