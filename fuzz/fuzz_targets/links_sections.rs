@@ -103,6 +103,7 @@ fn check_passages(body: &str, max_words: usize) {
     let lines = line_ending::count_breaks(body) + 1;
     let mut last_line = 0;
     let mut words_out = 0;
+    let mut previous_last: Option<&str> = None; // The text of the passage before.
     for p in &got {
         assert!(!p.text.is_empty() && p.text == p.text.trim(), "{p:?}");
         assert!(p.line >= 1 && p.line <= lines, "{p:?}");
@@ -115,6 +116,15 @@ fn check_passages(body: &str, max_words: usize) {
             continue; // A heading with nothing under it: a passage of its text.
         }
         words_out += p.text.split_whitespace().count();
+        // A window may start with the line that ended the one before: those
+        // words are the body's once.
+        let first: Vec<&str> = line_ending::lines(&p.text).next().unwrap_or("").split_whitespace().collect();
+        if let Some(previous) = previous_last
+            && previous.split_whitespace().rev().take(first.len()).eq(first.iter().rev().copied())
+        {
+            words_out -= first.len();
+        }
+        previous_last = Some(p.text.as_str());
         // The text is the body's own, starting on the passage's line (lines
         // counted by `\n`).
         let line_start = line_ending::lines(body).take(p.line - 1).map(str::len).sum::<usize>();

@@ -126,8 +126,10 @@ fn push_windows(
             words = 0;
             // The next window starts with the line that ended this one, so
             // that a line and the one after it (a question and its answer)
-            // are always in one passage together.
-            if let Some((at, text)) = last.filter(|(_, t)| !t.trim().is_empty()) {
+            // are in one passage together, when the two fit in one window.
+            if let Some((at, text)) = last.filter(|(_, t)| !t.trim().is_empty())
+                && text.split_whitespace().count() + line_words <= max_words
+            {
                 window_line = first_line + at;
                 window.push_str(text);
                 words = text.split_whitespace().count();
