@@ -49,6 +49,12 @@ pub fn is_date_prefix(text: &str) -> bool {
     b[4] == b'-' && b[7] == b'-' && (1..=days).contains(&day) && matches!(b.get(10), None | Some(b'T' | b' '))
 }
 
+/// Whether memory that `expires` (`YYYY-MM-DD…`) has expired by `today`
+/// (`YYYY-MM-DD`): it is current through its expiry date.
+pub fn has_expired(expires: &str, today: &str) -> bool {
+    expires.get(..10).unwrap_or(expires) < today
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::date::has_expired;
 use crate::doc_id::DocId;
 use crate::index::{DocumentSignals, Hit, Match};
 
@@ -17,7 +18,7 @@ pub const PASSAGES_PER_DOCUMENT: usize = 2;
 /// Whether the document's memory is no longer current on `today`
 /// (`YYYY-MM-DD`).
 pub fn is_stale(document: &DocumentSignals, today: &str) -> bool {
-    document.deprecated || document.expires.as_deref().is_some_and(|e| e.get(..10).unwrap_or(e) < today)
+    document.deprecated || document.expires.as_deref().is_some_and(|e| has_expired(e, today))
 }
 
 /// The document's signals as a factor on BM25: priority, confidence,

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::date::has_expired;
 use crate::doc_id::DocId;
 use crate::front_matter::{self, FrontMatter, Status};
 use crate::links::{InvalidLink, parse_links};
@@ -50,7 +51,7 @@ struct Deprecation {
 impl CachedDoc {
     /// The `expires` date, when it is before `today` (both `YYYY-MM-DD…`).
     fn expired(&self, today: &str) -> Option<&str> {
-        self.expires.as_deref().filter(|e| e.get(..10).unwrap_or(e) < today)
+        self.expires.as_deref().filter(|e| has_expired(e, today))
     }
 
     /// A document that cannot be read: no links, and why.
