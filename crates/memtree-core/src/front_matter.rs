@@ -223,10 +223,7 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
         .map(|l| (line_ending::content(l).to_owned(), line_ending::ending(l).to_owned()))
         .collect();
     for (key, value) in keys {
-        let prefix = format!("{key}:");
-        let at = lines.iter().position(|(l, _)| {
-            l.strip_prefix(&prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
-        });
+        let at = lines.iter().position(|(l, _)| names_key(l, key));
         let value_line = value.as_ref().map(|v| format!("{key}: {}", scalar(v)));
         // A value goes on over indented lines, blank ones (inside a block
         // scalar) and a sequence written at column 0.
@@ -275,6 +272,18 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     out.push_str(&close);
     out.push_str(parts.body);
     out
+}
+
+/// Whether a top-level line of a YAML block mapping is `key`'s, as YAML
+/// reads it: the key plain or quoted, blanks before the `:` allowed, and a
+/// byte-order mark opening the YAML not part of it.
+fn names_key(line: &str, key: &str) -> bool {
+    let line = line.trim_start_matches(BOM);
+    let rest = [String::from(key), format!("\"{key}\""), format!("'{key}'")]
+        .iter()
+        .find_map(|written| line.strip_prefix(written.as_str()));
+    rest.and_then(|r| r.trim_start_matches([' ', '\t']).strip_prefix(':'))
+        .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
 }
 
 /// A string as a YAML scalar that reads back as the same string (or, for
@@ -451,5 +460,12 @@ mod tests {
         let text = "---\nwhy:\n- a\n- b\nnote: |\n  one\n\n  two\nscope: agent\n---\nbody\n";
         let set = set_keys(text, &[("why", Some("c".to_owned())), ("note", None)]);
         assert_eq!(set, "---\nwhy: c\nscope: agent\n---\nbody\n");
+        // A byte-order mark opening the YAML does not hide its first key.
+        let text = "---\n\u{feff}why: |5-\n---\nbody\n";
+        assert_eq!(set_keys(text, &[("why", None)]), "---\n---\nbody\n");
+        // Nor do blanks before the colon or quotes around the key.
+        let text = "---\nstatus  : active\n'scope': agent\n\"why\"\t: x\n---\nbody\n";
+        let set = set_keys(text, &[("status", None), ("scope", None), ("why", Some("y".to_owned()))]);
+        assert_eq!(set, "---\nwhy: y\n---\nbody\n");
     }
 }
