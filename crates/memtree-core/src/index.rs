@@ -135,6 +135,34 @@ pub struct Hit {
     /// From the shared tree, seen from a namespace (cited `shared:<id>`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    pub signals: Signals,
+}
+
+/// Which rankings found a hit: BM25 (its words) and dense retrieval (its
+/// meaning, when the index has a sentence encoder). Serialised as the list
+/// of their names, `["bm25", "dense"]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals {
+    pub bm25: bool,
+    pub dense: bool,
+}
+
+impl Signals {
+    pub const BM25: Signals = Signals { bm25: true, dense: false };
+
+    pub fn names(self) -> Vec<&'static str> {
+        [(self.bm25, "bm25"), (self.dense, "dense")]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| n)
+            .collect()
+    }
+}
+
+impl serde::Serialize for Signals {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.names())
+    }
 }
 
 /// How far an index catching up with the documents is: `done` of `total`
@@ -196,6 +224,19 @@ pub struct IndexStats {
     pub passages: usize,
     pub bytes: u64,
     pub location: String,
+    /// How far embedding the passages has got, when the index has a
+    /// sentence encoder.
+    #[serde(skip)]
+    pub embeddings: Option<EmbeddingProgress>,
+}
+
+/// The passages embedded by a model so far: dense retrieval sees only
+/// those, and catches up in the background.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EmbeddingProgress {
+    pub model: String,
+    pub passages: usize,
+    pub embedded: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -234,6 +275,10 @@ pub trait SearchIndex: Send + Sync {
     fn optimize(&self) -> Result<(), IndexError>;
     /// Forgets every document (usage is kept).
     fn clear(&self) -> Result<(), IndexError>;
+    /// How far dense retrieval's embedding has got; `None` without it.
+    fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {
+        Ok(None)
+    }
 }
 
 /// Counts tokens the way the agent's model does (a real BPE tokenizer).

@@ -43,8 +43,8 @@ pub use error::{CrossTreeReason, MemoryError};
 pub use front_matter::Scope;
 pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
-    DocumentSignals, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match, Matched,
-    QueryTerm, SearchIndex, SearchRequest, TokenCounter, Usage,
+    DocumentSignals, EmbeddingProgress, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match,
+    Matched, QueryTerm, SearchIndex, SearchRequest, Signals, TokenCounter, Usage, content_hash,
 };
 pub use memory::{Clock, Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
 pub use namespace::{Namespaced, Target};

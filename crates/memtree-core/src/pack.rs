@@ -325,6 +325,7 @@ mod tests {
             scope,
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
             shared: false,
+            signals: crate::index::Signals::BM25,
         }
     }
 

@@ -79,6 +79,7 @@ pub fn rank(matches: Vec<Match>, limit: usize, now_ns: u64) -> Vec<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Signals;
     use crate::storage::Stamp;
 
     const DAY_NS: u64 = 86_400_000_000_000;
@@ -98,6 +99,7 @@ mod tests {
                 scope: None,
                 stamp: Stamp { len: 1, modified_ns: NOW - 400 * DAY_NS, tag: 0 },
                 shared: false,
+                signals: Signals::BM25,
             },
             document,
         }

@@ -11,18 +11,19 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::{
-    DocId, DocumentSignals, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, QueryTerm, SearchIndex,
-    SearchRequest, Stamp, Usage,
+    DocId, DocumentSignals, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched,
+    QueryTerm, SearchIndex, SearchRequest, Signals, Stamp, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::dense::{Encoder, VectorCache, chunk_key, chunks, fuse, to_bytes};
 use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
 
-const SCHEMA_VERSION: &str = "4";
+const SCHEMA_VERSION: &str = "5";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.
@@ -46,11 +47,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='', contentles
     tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS words_vocab USING fts5vocab(words, 'row');
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks(passage INTEGER NOT NULL, ord INTEGER NOT NULL, key INTEGER NOT NULL,
+    PRIMARY KEY(passage, ord)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunks_key ON chunks(key);
+CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, model TEXT NOT NULL, key INTEGER NOT NULL,
+    vector BLOB NOT NULL, UNIQUE(model, key));
 ";
 
 pub struct SqliteIndex {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The sentence encoder of dense retrieval, and its vectors in memory.
+    dense: Option<(Arc<dyn Encoder>, Mutex<VectorCache>)>,
 }
 
 /// The index error of what failed at `path`, which keeps the error beneath
@@ -82,7 +90,20 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
-        Ok(SqliteIndex { conn: Mutex::new(conn), path })
+        Ok(SqliteIndex { conn: Mutex::new(conn), path, dense: None })
+    }
+
+    /// Adds dense retrieval by `encoder`'s vectors to BM25: passages it has
+    /// embedded are searched by meaning too (see [`crate::dense`]). Passages
+    /// are embedded by [`SqliteIndex::embed_pending`], which a server calls
+    /// in the background; until then they are found by BM25 alone.
+    pub fn with_encoder(mut self, encoder: Arc<dyn Encoder>) -> SqliteIndex {
+        self.dense = Some((encoder, Mutex::new(VectorCache::default())));
+        self
+    }
+
+    pub fn has_encoder(&self) -> bool {
+        self.dense.is_some()
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -122,7 +143,7 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words_vocab; DROP TABLE IF EXISTS words;
                  DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages;",
+                 DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;",
             )?;
             conn.execute_batch(SCHEMA)?;
             // The rank column orders by BM25 with memtree's column weights.
@@ -205,8 +226,10 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str]) -> rusqlite::Result
     let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     for id in ids {
         let rowids: Vec<i64> = rows.query_map([id], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
         for rowid in rowids {
             del_fts.execute([rowid])?;
+            del_chunks.execute([rowid])?;
         }
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
         tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
@@ -239,6 +262,7 @@ impl SearchIndex for SqliteIndex {
             let mut passage_stmt =
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line) VALUES (?1, ?2, ?3, ?4)")?;
             let mut words_stmt = tx.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?;
+            let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let mut fts_stmt = tx.prepare_cached(
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
@@ -274,6 +298,9 @@ impl SearchIndex for SqliteIndex {
                     let rowid = tx.last_insert_rowid();
                     let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
                     fts_stmt.execute(params![rowid, id_text(&doc.id), doc.title, headings, meta, passage.text, cjk])?;
+                    for (ord, chunk) in chunks(&passage.heading_path, &passage.text).iter().enumerate() {
+                        chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
+                    }
                 }
                 // The document's words as written, once each, for typos.
                 let mut words = format!("{} {} {meta}", id_text(&doc.id), doc.title);
@@ -357,12 +384,56 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
+        // The query's vector first, outside the lock: encoding takes
+        // milliseconds, other threads' searches need not wait for it.
+        let query_vector = self.dense.as_ref().and_then(|(encoder, _)| {
+            encoder
+                .encode(&[request.query.as_str()])
+                .inspect_err(
+                    |error| tracing::warn!(%error, "cannot encode the query: searching by BM25 alone"),
+                )
+                .ok()
+                .and_then(|mut v| v.pop())
+        });
         let conn = self.conn();
         let err = self.err();
-        let Some(plan) = plan(&conn, &request.query).map_err(&err)? else {
-            return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
+        let plan = plan(&conn, &request.query).map_err(&err)?;
+        let dense = match (query_vector, &self.dense) {
+            (Some(vector), Some((encoder, cache))) => {
+                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                refresh_vectors(&conn, encoder.model(), &mut cache).map_err(&err)?;
+                Some((vector, cache))
+            }
+            _ => None,
         };
-        execute(&conn, &plan, request).map_err(&err)
+        let nearest = dense.as_ref().map(|(vector, cache)| |k: usize| cache.nearest(vector, k));
+        if plan.is_none() && nearest.is_none() {
+            return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
+        }
+        execute(
+            &conn,
+            plan.as_ref(),
+            nearest.as_ref().map(|f| f as &dyn Fn(usize) -> Vec<(i64, f32)>),
+            request,
+        )
+        .map_err(&err)
+    }
+
+    fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {
+        let Some((encoder, _)) = &self.dense else { return Ok(None) };
+        let conn = self.conn();
+        let count = |sql: &str, params: &[&dyn rusqlite::ToSql]| {
+            conn.query_row(sql, params, |r| r.get::<_, i64>(0)).map(|n| n as usize).map_err(self.err())
+        };
+        Ok(Some(EmbeddingProgress {
+            model: encoder.model().to_owned(),
+            passages: count("SELECT count(*) FROM passages", &[])?,
+            embedded: count(
+                "SELECT count(*) FROM passages p WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.passage = p.rowid
+                 AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.key = c.key))",
+                &[&encoder.model()],
+            )?,
+        }))
     }
 
     fn excerpt(&self, passage: &str, terms: &[QueryTerm]) -> String {
@@ -409,11 +480,13 @@ impl SearchIndex for SqliteIndex {
         let pages = count("PRAGMA page_count")? as u64;
         let page_size = count("PRAGMA page_size")? as u64;
         let wal = std::fs::metadata(self.path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+        drop(conn);
         Ok(IndexStats {
             documents,
             passages,
             bytes: pages * page_size + wal,
             location: self.path.display().to_string(),
+            embeddings: self.embeddings()?,
         })
     }
 
@@ -424,10 +497,98 @@ impl SearchIndex for SqliteIndex {
     fn clear(&self) -> Result<(), IndexError> {
         self.conn()
             .execute_batch(
-                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words; COMMIT;",
+                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words;
+                 DELETE FROM chunks; COMMIT;",
             )
             .map_err(self.err())
     }
+}
+
+impl SqliteIndex {
+    /// Embeds up to `limit` chunks that have no vector of the encoder's
+    /// model yet and stores their vectors; returns how many (0 when all
+    /// are embedded, or there is no encoder). The connection is not held
+    /// while encoding, so searches and writes go on meanwhile.
+    pub fn embed_pending(&self, limit: usize) -> Result<usize, IndexError> {
+        let Some((encoder, _)) = &self.dense else { return Ok(0) };
+        let model = encoder.model();
+        let pending = pending_chunks(&self.conn(), model, limit).map_err(self.err())?;
+        if pending.is_empty() {
+            return Ok(0);
+        }
+        let texts: Vec<&str> = pending.iter().map(|(_, text)| text.as_str()).collect();
+        let vectors = encoder
+            .encode(&texts)
+            .map_err(|source| IndexError::Backend { location: format!("embedding model {model}"), source })?;
+        let mut conn = self.conn();
+        let tx = write_transaction(&mut conn).map_err(self.err())?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT OR IGNORE INTO vectors(model, key, vector) VALUES (?1, ?2, ?3)")
+                .map_err(self.err())?;
+            for ((key, _), vector) in pending.iter().zip(&vectors) {
+                insert.execute(params![model, key, to_bytes(vector)]).map_err(self.err())?;
+            }
+        }
+        tx.commit().map_err(self.err())?;
+        Ok(pending.len())
+    }
+
+    /// Drops the vectors no chunk has any more (of passages changed or
+    /// gone): run when embedding has caught up.
+    pub fn prune_vectors(&self) -> Result<usize, IndexError> {
+        self.conn()
+            .execute(
+                "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.key = vectors.key)",
+                [],
+            )
+            .map_err(self.err())
+    }
+}
+
+/// Chunks (key and text) with no vector of `model`, at most `limit`, each
+/// key once.
+fn pending_chunks(conn: &Connection, model: &str, limit: usize) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.key, c.ord, p.heading_path, p.text FROM chunks c JOIN passages p ON p.rowid = c.passage
+         WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.key = c.key) LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![model, (limit * 4) as i64], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+    })?;
+    let mut pending: Vec<(i64, String)> = Vec::new();
+    for row in rows {
+        let (key, ord, heading_path, text) = row?;
+        let heading_path: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
+        let Some(chunk) = chunks(&heading_path, &text).into_iter().nth(ord as usize) else { continue };
+        if chunk_key(&chunk) == key && !pending.iter().any(|(k, _)| *k == key) {
+            pending.push((key, chunk));
+        }
+        if pending.len() == limit {
+            break;
+        }
+    }
+    Ok(pending)
+}
+
+/// Brings the vectors of `model` in memory up to date with the index:
+/// reads the vectors added since, and the chunk list again if anything
+/// changed (another process's commit moves `data_version`, this
+/// connection's own writes its change count).
+fn refresh_vectors(conn: &Connection, model: &str, cache: &mut VectorCache) -> rusqlite::Result<()> {
+    let mut added =
+        conn.prepare_cached("SELECT rowid, key, vector FROM vectors WHERE model = ?1 AND rowid > ?2")?;
+    let rows =
+        added.query_map(params![model, cache.last_row()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    cache.add(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+    let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+    let at = (version, conn.total_changes());
+    if !cache.chunks_current(at) {
+        let mut all = conn.prepare_cached("SELECT passage, key FROM chunks")?;
+        let chunks = all.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        cache.set_chunks(chunks, at);
+    }
+    Ok(())
 }
 
 /// How a query is run: the FTS5 expression, and the words whose matches
@@ -517,7 +678,12 @@ fn plan_from(
 /// and document and filtered by scope and subtree; all that pass are
 /// returned, for the engine's ranking to choose from. When the filters
 /// leave fewer than asked for, the next, larger batch is taken.
-fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusqlite::Result<Matched> {
+fn execute(
+    conn: &Connection,
+    plan: Option<&QueryPlan>,
+    nearest: Option<&dyn Fn(usize) -> Vec<(i64, f32)>>,
+    request: &SearchRequest,
+) -> rusqlite::Result<Matched> {
     let subtree: Option<HashSet<String>> = match &request.under {
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
@@ -532,12 +698,22 @@ fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusq
     )?;
     let mut batch = (request.limit * 6).max(60);
     loop {
-        let candidates: Vec<(i64, f64)> = ranked
-            .query_map(params![plan.expression, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
+        // FTS5's rank is negative, lower better: a BM25 score is its negation.
+        let bm25: Vec<(i64, f64)> = match plan {
+            Some(plan) => ranked
+                .query_map(params![plan.expression, batch as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        let dense = nearest.map(|nearest| nearest(batch));
+        let complete = bm25.len() < batch && dense.as_ref().is_none_or(|d| d.len() < batch);
+        let candidates = match &dense {
+            Some(dense) => fuse(&bm25, dense),
+            None => bm25.into_iter().map(|(rowid, score)| (rowid, score, Signals::BM25)).collect(),
+        };
         let mut matches = Vec::new();
-        for &(rowid, rank) in &candidates {
-            let found = details.query_row([rowid], |r| matched(r, rank)).optional()?;
+        for &(rowid, score, signals) in &candidates {
+            let found = details.query_row([rowid], |r| matched(r, score, signals)).optional()?;
             let Some(found) = found.flatten() else { continue };
             let wanted_scope = request.scope.is_none_or(|s| found.hit.scope == Some(s));
             let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()));
@@ -545,18 +721,20 @@ fn execute(conn: &Connection, plan: &QueryPlan, request: &SearchRequest) -> rusq
                 matches.push(found);
             }
         }
-        let complete = candidates.len() < batch;
         if complete || matches.len() >= request.limit {
-            return Ok(Matched { matches, complete, terms: plan.terms.clone() });
+            return Ok(Matched {
+                matches,
+                complete,
+                terms: plan.map(|p| p.terms.clone()).unwrap_or_default(),
+            });
         }
         batch *= 4;
     }
 }
 
 /// A match from a row of the details query (none for a row whose id is not
-/// one); FTS5's rank is negative, lower better, and becomes a BM25 score,
-/// higher better.
-fn matched(r: &rusqlite::Row<'_>, rank: f64) -> rusqlite::Result<Option<Match>> {
+/// one), with its score (BM25, or fused) and the rankings that found it.
+fn matched(r: &rusqlite::Row<'_>, score: f64, signals: Signals) -> rusqlite::Result<Option<Match>> {
     let Ok(id) = DocId::parse(&r.get::<_, String>(0)?) else { return Ok(None) };
     let heading_path: Vec<String> = serde_json::from_str(&r.get::<_, String>(1)?).unwrap_or_default();
     let text: String = r.get(2)?;
@@ -566,7 +744,7 @@ fn matched(r: &rusqlite::Row<'_>, rank: f64) -> rusqlite::Result<Option<Match>> 
         hit: Hit {
             heading: heading_path.last().cloned().unwrap_or_default(),
             heading_path,
-            score: -rank,
+            score,
             path: Vec::new(),
             excerpt: String::new(),
             text,
@@ -578,6 +756,7 @@ fn matched(r: &rusqlite::Row<'_>, rank: f64) -> rusqlite::Result<Option<Match>> 
                 tag: r.get::<_, i64>(6)? as u64,
             },
             shared: false,
+            signals,
             id,
         },
         document: DocumentSignals {

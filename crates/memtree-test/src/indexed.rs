@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memtree_core::{Memory, MemorySettings};
-use memtree_index::{BpeCounter, SqliteIndex};
+use memtree_index::{BpeCounter, Encoder, SqliteIndex};
 use memtree_store::LocalStorage;
 
 /// An engine with default settings over `LocalStorage` on `dir`, with the
@@ -21,11 +21,29 @@ pub fn open_indexed(dir: &Path) -> Memory {
 /// # Panics
 /// When the store or the index cannot be opened.
 pub fn open_indexed_with(dir: &Path, settings: MemorySettings) -> Memory {
+    open_dense(dir, settings, None).0
+}
+
+/// [`open_indexed_with`], with dense retrieval by `encoder`'s vectors when
+/// there is one; returns the index too (to embed passages with).
+///
+/// # Panics
+/// When the store or the index cannot be opened.
+pub fn open_dense(
+    dir: &Path,
+    settings: MemorySettings,
+    encoder: Option<Arc<dyn Encoder>>,
+) -> (Memory, Arc<SqliteIndex>) {
     let storage = LocalStorage::open(dir).unwrap();
     let index = SqliteIndex::open(dir.join(".memtree/index.sqlite")).unwrap();
-    Memory::open(Arc::new(storage), settings)
+    let index = Arc::new(match encoder {
+        Some(encoder) => index.with_encoder(encoder),
+        None => index,
+    });
+    let memory = Memory::open(Arc::new(storage), settings)
         .unwrap()
-        .with_index(Arc::new(index), Arc::new(BpeCounter::new("cl100k_base").unwrap()))
+        .with_index(Arc::clone(&index) as _, Arc::new(BpeCounter::new("cl100k_base").unwrap()));
+    (memory, index)
 }
 
 /// A copy of the store in the repository folder `tests/<store>` (a
@@ -35,6 +53,19 @@ pub fn open_indexed_with(dir: &Path, settings: MemorySettings) -> Memory {
 /// # Panics
 /// When the folder cannot be copied or the store opened.
 pub fn indexed_copy(store: &str) -> (tempfile::TempDir, Memory) {
+    let (dir, memory, _) = indexed_copy_with(store, None);
+    (dir, memory)
+}
+
+/// [`indexed_copy`], with dense retrieval by `encoder` when there is one,
+/// every passage embedded.
+///
+/// # Panics
+/// When the folder cannot be copied, the store opened or a passage embedded.
+pub fn indexed_copy_with(
+    store: &str,
+    encoder: Option<Arc<dyn Encoder>>,
+) -> (tempfile::TempDir, Memory, Arc<SqliteIndex>) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests").join(store);
     let dir = tempfile::tempdir().unwrap();
     let mut stack = vec![(from, dir.path().to_path_buf())];
@@ -50,7 +81,8 @@ pub fn indexed_copy(store: &str) -> (tempfile::TempDir, Memory) {
             }
         }
     }
-    let memory = open_indexed(dir.path());
+    let (memory, index) = open_dense(dir.path(), MemorySettings::default(), encoder);
     memory.reconcile().unwrap();
-    (dir, memory)
+    while index.embed_pending(64).unwrap() > 0 {}
+    (dir, memory, index)
 }

@@ -9,6 +9,8 @@
 //! - `open_indexed`, `open_indexed_with` (feature `index`): the same with
 //!   the SQLite index and the BPE token counter, as the binary opens it;
 //!   `indexed_copy`: a writable, indexed copy of a relevance set's store;
+//!   `open_dense`, `indexed_copy_with`: the same with dense retrieval by a
+//!   given sentence encoder, returning the index to embed with;
 //! - [`conformance`]: the behaviour every `Storage` backend must show.
 //!
 //! A dev-dependency only: memtree-core's own unit tests (inside `src/`)
@@ -24,7 +26,7 @@ mod store;
 pub use memtree_core::DocId;
 
 #[cfg(feature = "index")]
-pub use indexed::{indexed_copy, open_indexed, open_indexed_with};
+pub use indexed::{indexed_copy, indexed_copy_with, open_dense, open_indexed, open_indexed_with};
 pub use store::{Store, in_memory, in_memory_with, open_store, open_store_with};
 
 /// The id `s`, which must be valid: for literals in tests.

@@ -2,9 +2,11 @@
 //! before any work. This is the only place that reads environment variables.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use memtree_core::{DocId, MemorySettings};
+use memtree_index::Encoder;
 use memtree_store::Fault;
 
 /// Every environment variable memtree reads.
@@ -41,6 +43,8 @@ pub mod env {
     pub const ALLOW_SECRETS: &str = "MEMTREE_ALLOW_SECRETS";
     /// `off` turns version history (a git repository in the store) off.
     pub const HISTORY: &str = "MEMTREE_HISTORY";
+    /// A sentence-transformers model folder: dense retrieval beside BM25.
+    pub const EMBEDDING_MODEL: &str = "MEMTREE_EMBEDDING_MODEL";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -72,6 +76,9 @@ pub struct GlobalArgs {
     /// Work in this agent's own tree, beside the shared one; `shared` means none [env: MEMTREE_NAMESPACE]
     #[arg(long, global = true, value_name = "NAME")]
     pub namespace: Option<String>,
+    /// Sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) for semantic search beside BM25 [env: MEMTREE_EMBEDDING_MODEL; default: BM25 only]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub embedding_model: Option<PathBuf>,
     /// Print data as JSON
     #[arg(long, global = true)]
     pub json: bool,
@@ -90,6 +97,8 @@ pub struct Settings {
     pub json: bool,
     /// The tools `serve` exposes (`None`: all).
     pub tools: Option<Vec<String>>,
+    /// The sentence-embedding model folder, if any.
+    pub embedding_model: Option<PathBuf>,
 }
 
 impl Settings {
@@ -155,7 +164,39 @@ impl Settings {
             Some("off") => false,
             Some(other) => anyhow::bail!("{}={other:?} is not on or off", env::HISTORY),
         };
-        Ok(Settings { data_dir, memory, tokenizer, namespace, history, fault, json: args.json, tools })
+        let embedding_model =
+            args.embedding_model.clone().or_else(|| var(env::EMBEDDING_MODEL).map(PathBuf::from));
+        if embedding_model.is_some() && !cfg!(feature = "embeddings") {
+            anyhow::bail!(
+                "{} is set, but this memtree was built without embeddings: install it with `--features embeddings`",
+                env::EMBEDDING_MODEL
+            );
+        }
+        Ok(Settings {
+            data_dir,
+            memory,
+            tokenizer,
+            namespace,
+            history,
+            fault,
+            json: args.json,
+            tools,
+            embedding_model,
+        })
+    }
+
+    /// The sentence encoder of the configured model, loaded (once per call:
+    /// call it once per process).
+    pub fn encoder(&self) -> anyhow::Result<Option<Arc<dyn Encoder>>> {
+        let Some(folder) = &self.embedding_model else { return Ok(None) };
+        #[cfg(feature = "embeddings")]
+        {
+            let embedder = memtree_index::Embedder::load(folder)?;
+            tracing::info!(model = embedder.id(), "embedding model loaded");
+            Ok(Some(Arc::new(embedder)))
+        }
+        #[cfg(not(feature = "embeddings"))]
+        unreachable!("refused by Settings::resolve: {}", folder.display())
     }
 
     /// The folder of the tree writes go to: the data folder, or in a

@@ -26,15 +26,21 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use memtree_core::{Memory, Namespaced};
 use memtree_history::{CommitTiming, GitHistory};
-use memtree_index::{BpeCounter, SqliteIndex};
+use memtree_index::{BpeCounter, Encoder, SqliteIndex};
 use memtree_store::LocalStorage;
 
 use crate::settings::Settings;
 
 /// Opens the store in `dir`, creating it on first use, with its search
-/// index (`.memtree/index.sqlite`) and, unless turned off, its history (a
-/// git repository in `dir`).
-fn open_store(dir: &Path, settings: &Settings, timing: CommitTiming) -> anyhow::Result<Memory> {
+/// index (`.memtree/index.sqlite`, with dense retrieval when a model is
+/// configured) and, unless turned off, its history (a git repository in
+/// `dir`). Returns the index too, for what only it does (embedding).
+fn open_store(
+    dir: &Path,
+    settings: &Settings,
+    timing: CommitTiming,
+    encoder: Option<&Arc<dyn Encoder>>,
+) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
     let context = || format!("cannot open the store at {}", dir.display());
     let storage = LocalStorage::open(dir)
         .with_context(context)?
@@ -44,34 +50,58 @@ fn open_store(dir: &Path, settings: &Settings, timing: CommitTiming) -> anyhow::
     let memory = Memory::open(Arc::new(storage), settings.memory.clone()).with_context(context)?;
     // The index is derived: without it, documents are still read and
     // written, and search says why it cannot answer.
-    let memory = match SqliteIndex::open(dir.join(".memtree").join("index.sqlite")) {
-        Ok(index) => memory.with_index(Arc::new(index), Arc::new(tokens)),
+    let (memory, index) = match SqliteIndex::open(dir.join(".memtree").join("index.sqlite")) {
+        Ok(index) => {
+            let index = Arc::new(match encoder {
+                Some(encoder) => index.with_encoder(Arc::clone(encoder)),
+                None => index,
+            });
+            (memory.with_index(Arc::clone(&index) as _, Arc::new(tokens)), Some(index))
+        }
         Err(error) => {
             tracing::warn!(%error, "serving without a search index");
-            memory
+            (memory, None)
         }
     };
-    Ok(if settings.history { memory.with_history(GitHistory::open(dir, timing)) } else { memory })
+    let memory = if settings.history { memory.with_history(GitHistory::open(dir, timing)) } else { memory };
+    Ok((memory, index))
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.
 pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
-    open_store(&settings.own_dir(), settings, CommitTiming::AtOnce)
+    Ok(open_own_with_index(settings)?.0)
+}
+
+/// [`open_own`], with its index.
+pub fn open_own_with_index(settings: &Settings) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
+    open_store(&settings.own_dir(), settings, CommitTiming::AtOnce, settings.encoder()?.as_ref())
 }
 
 /// The trees the settings name: the store, or in a namespace its own tree
 /// beside the shared one. One-shot commands commit history at once.
 pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
-    open_trees_with(settings, CommitTiming::AtOnce)
+    Ok(open_trees_with(settings, CommitTiming::AtOnce)?.0)
 }
 
-/// [`open_trees`], committing history as `timing` says.
-pub fn open_trees_with(settings: &Settings, timing: CommitTiming) -> anyhow::Result<Namespaced> {
-    let own = Arc::new(open_store(&settings.own_dir(), settings, timing)?);
-    Ok(match settings.namespace {
-        Some(_) => Namespaced::new(own, Arc::new(open_store(&settings.data_dir, settings, timing)?)),
+/// [`open_trees`], committing history as `timing` says, with their indexes.
+pub fn open_trees_with(
+    settings: &Settings,
+    timing: CommitTiming,
+) -> anyhow::Result<(Namespaced, Vec<Arc<SqliteIndex>>)> {
+    // One model in memory for both trees.
+    let encoder = settings.encoder()?;
+    let (own, own_index) = open_store(&settings.own_dir(), settings, timing, encoder.as_ref())?;
+    let own = Arc::new(own);
+    let mut indexes: Vec<Arc<SqliteIndex>> = own_index.into_iter().collect();
+    let trees = match settings.namespace {
+        Some(_) => {
+            let (shared, shared_index) = open_store(&settings.data_dir, settings, timing, encoder.as_ref())?;
+            indexes.extend(shared_index);
+            Namespaced::new(own, Arc::new(shared))
+        }
         None => Namespaced::single(own),
-    })
+    };
+    Ok((trees, indexes))
 }
 
 /// Opens the trees and brings their indexes up to date (for one-shot

@@ -24,7 +24,12 @@ pub struct Args {
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools = args.tools.or_else(|| settings.tools.clone());
-    let trees = Arc::new(super::open_trees_with(settings, CommitTiming::InBackground)?);
+    let (trees, indexes) = super::open_trees_with(settings, CommitTiming::InBackground)?;
+    let trees = Arc::new(trees);
+    // Passages are embedded for dense retrieval while the server runs.
+    for index in indexes.iter().filter(|index| index.has_encoder()) {
+        memtree_index::embed_in_background(Arc::downgrade(index)).context("cannot start embedding")?;
+    }
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no
     // server ran; an edit in between is seen by both. The first request is

@@ -28,6 +28,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
             "store": status,
             "index": index,
             "index_fresh": fresh.is_none(),
+            "embeddings": index.embeddings,
             "history": history,
             "most_used": most,
             "least_used": least,
@@ -52,6 +53,10 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
         index.bytes,
         fresh.map_or_else(|| "up to date".to_owned(), |f| f.to_string())
     ));
+    out.push_str(&match &index.embeddings {
+        Some(e) => format!("embeddings: {}, {} of {} passages embedded\n", e.model, e.embedded, e.passages),
+        None => "embeddings: off (BM25 only; see --embedding-model)\n".to_owned(),
+    });
     out.push_str(&format!("history: {history}\n"));
     let line = |u: &&Usage| format!("  {}: {} packs\n", u.id, u.count);
     if !most.is_empty() {
