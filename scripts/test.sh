@@ -3,9 +3,16 @@
 # tests that drive the built binary through the official Python MCP client,
 # but those marked `slow` (several seconds each; CI runs them separately:
 # `bash scripts/test.sh --slow`). Creates the Python environment (.venv) on
-# first use.
+# first use. `bash scripts/test.sh --embeddings` runs memtree-index's tests
+# with its `embeddings` feature, on a real model that it installs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--embeddings" ]; then
+  MEMTREE_TEST_EMBEDDING_MODEL="$(bash scripts/embedding-model.sh)"
+  export MEMTREE_TEST_EMBEDDING_MODEL
+  exec cargo test -p memtree-index --features embeddings --locked
+fi
 
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

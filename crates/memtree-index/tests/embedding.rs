@@ -75,7 +75,7 @@ fn a_text_embeds_the_same_alone_and_beside_longer_ones() {
 
 /// Cosines from an independent numpy forward pass of the same weights in
 /// float64 (BERT, mean over the attention mask, L2 norm; texts cut at 256
-/// tokens as sentence-transformers does).
+/// tokens as sentence-transformers does): `scripts/embedding-reference.py`.
 #[test]
 fn cosines_match_a_reference_implementation() {
     let long = long_text();
