@@ -242,6 +242,18 @@ def test_status(cli, store):
     assert 3 in _numbers(data)
     total = sum(len(v) for v in snapshot(store).values())
     assert total in _numbers(data)
+    # No embedding model: BM25 only, and both forms say so.
+    assert data["embeddings"] is None
+    assert "embeddings: off (BM25 only; see --embedding-model)\n" in r.out
+
+
+def test_an_embedding_model_needs_a_build_with_embeddings(cli, store, tmp_path):
+    """A plain build refuses the model setting rather than ignore it."""
+    for args, env in [(["--embedding-model", str(tmp_path)], None), ([], {"MEMTREE_EMBEDDING_MODEL": str(tmp_path)})]:
+        r = cli(*args, "search", "x", env=env)
+        assert r.rc != 0 and r.out == "", (r.rc, r.out)
+        assert "built without embeddings: install it with `--features embeddings`" in r.err, r.err
+    assert not store.exists()
 
 
 def test_status_on_new_store_creates_it(cli, store):

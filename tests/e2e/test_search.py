@@ -67,6 +67,8 @@ async def test_search_json_is_structured(serve):
             ("infra/runbooks", "Connection refused", ["root", "infra"], 4)
         ]
         assert "**pgbouncer**" in data[0]["excerpt"] and data[0]["score"] > 0
+        # Without an embedding model, BM25 alone found it.
+        assert data[0]["signals"] == ["bm25"]
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,13 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// The dot product of two vectors of one model: their cosine, for the unit
+/// vectors an [`Encoder`] returns.
+///
+/// # Panics
+/// If the lengths differ: such vectors come from different models.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "vectors of different models");
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
@@ -128,30 +134,39 @@ impl VectorCache {
 }
 
 /// Cosine below which a passage is not taken to be about the query: for
-/// all-MiniLM-L6-v2, unrelated English sentences score 0–0.2.
-const DENSE_FLOOR: f32 = 0.25;
+/// all-MiniLM-L6-v2, unrelated English sentences score 0–0.3.
+const DENSE_FLOOR: f32 = 0.35;
 
-/// How much a dense match counts beside BM25, at its best (cosine 1).
-const DENSE_WEIGHT: f64 = 0.5;
+/// How much a dense match counts beside BM25 at most: for the passage
+/// nearest the query, when BM25's best passage holds none of its words.
+const DENSE_WEIGHT: f64 = 0.8;
+
+/// The weight of dense matches for a query whose words BM25's best passage
+/// covers by `coverage` (the share of the query words' idf it holds, a word
+/// the store lacks weighing most): where that passage holds every word
+/// (a name, a number, an error message, CJK), BM25 is sure and ranks
+/// alone; the fewer it holds (a paraphrase, a question in other words),
+/// the more the meaning decides.
+pub fn dense_weight(coverage: f64) -> f64 {
+    DENSE_WEIGHT * (1.0 - coverage.clamp(0.0, 1.0))
+}
 
 /// BM25 and dense candidates (passage, score; best first) fused into one
 /// ranking, best first: each passage scores its BM25 score relative to the
 /// best BM25 candidate, plus, when its cosine clears [`DENSE_FLOOR`], up to
-/// [`DENSE_WEIGHT`] by how far it clears it, relative to the best dense
-/// candidate. Where BM25 is sure (a rare word matched), its order mostly
-/// stands; where it is weak or finds nothing (a paraphrase), dense
-/// decides. The fused score is on BM25's scale, so later ranking signals
-/// weigh the same either way.
-pub fn fuse(bm25: &[(i64, f64)], dense: &[(i64, f32)]) -> Vec<(i64, f64, Signals)> {
+/// `weight` by how far it clears it, relative to the best dense candidate.
+/// The fused score is on BM25's scale, so later ranking signals weigh the
+/// same either way.
+pub fn fuse(bm25: &[(i64, f64)], dense: &[(i64, f32)], weight: f64) -> Vec<(i64, f64, Signals)> {
     let top_bm25 = bm25.first().map_or(0.0, |c| c.1).max(f64::MIN_POSITIVE);
     let top_dense = dense.first().map_or(0.0, |c| c.1);
     let mut fused: HashMap<i64, (f64, Signals)> = HashMap::new();
     for &(passage, score) in bm25 {
         fused.insert(passage, (score / top_bm25, Signals::BM25));
     }
-    if top_dense > DENSE_FLOOR {
+    if top_dense > DENSE_FLOOR && weight > 0.0 {
         for &(passage, cosine) in dense.iter().filter(|c| c.1 > DENSE_FLOOR) {
-            let lift = DENSE_WEIGHT * f64::from((cosine - DENSE_FLOOR) / (top_dense - DENSE_FLOOR));
+            let lift = weight * f64::from((cosine - DENSE_FLOOR) / (top_dense - DENSE_FLOOR));
             let entry = fused.entry(passage).or_default();
             entry.0 += lift;
             entry.1.dense = true;
@@ -209,18 +224,30 @@ mod tests {
         let bm25 = [(1, 10.0), (2, 4.0)];
         // Passage 3 only dense found; 2 both; 4 is under the floor.
         let dense = [(3, 0.7), (2, 0.5), (4, 0.1)];
-        let fused = fuse(&bm25, &dense);
+        let fused = fuse(&bm25, &dense, 0.5);
         let order: Vec<i64> = fused.iter().map(|f| f.0).collect();
         assert_eq!(order, [1, 2, 3]);
         assert_eq!(fused[0].2, Signals::BM25);
         assert_eq!(fused[1].2, Signals { bm25: true, dense: true });
         assert_eq!(fused[2].2, Signals { bm25: false, dense: true });
         assert!((fused[0].1 - 10.0).abs() < 1e-9, "a BM25-only passage keeps its score");
+        // A heavier weight lets meaning win over a weak word match.
+        let heavy: Vec<i64> = fuse(&bm25, &dense, 0.8).iter().map(|f| f.0).collect();
+        assert_eq!(heavy, [1, 3, 2]);
         // Nothing from BM25: dense alone ranks.
-        let only = fuse(&[], &dense);
+        let only = fuse(&[], &dense, 0.5);
         assert_eq!(only.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 2]);
-        // Nothing dense clears the floor: BM25 as it was.
-        let weak = fuse(&bm25, &[(5, 0.2)]);
-        assert_eq!(weak.iter().map(|f| (f.0, f.1)).collect::<Vec<_>>(), [(1, 10.0), (2, 4.0)]);
+        // Nothing dense clears the floor, or no weight: BM25 as it was.
+        for (dense, weight) in [(&[(5, 0.2)][..], 0.5), (&dense[..], 0.0)] {
+            let same = fuse(&bm25, dense, weight);
+            assert_eq!(same.iter().map(|f| (f.0, f.1)).collect::<Vec<_>>(), [(1, 10.0), (2, 4.0)]);
+        }
+    }
+
+    #[test]
+    fn dense_weighs_less_the_more_of_the_query_bm25_covers() {
+        assert_eq!(dense_weight(1.0), 0.0);
+        assert_eq!(dense_weight(0.0), DENSE_WEIGHT);
+        assert!(dense_weight(0.25) > dense_weight(0.75));
     }
 }

@@ -20,8 +20,8 @@ use memtree_core::{
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::dense::{Encoder, VectorCache, chunk_key, chunks, fuse, to_bytes};
-use crate::text::{cjk_bigrams, edit_distance, excerpt, fts_literal, query_terms};
+use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
+use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms};
 
 const SCHEMA_VERSION: &str = "5";
 
@@ -386,7 +386,10 @@ impl SearchIndex for SqliteIndex {
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
         // The query's vector first, outside the lock: encoding takes
         // milliseconds, other threads' searches need not wait for it.
-        let query_vector = self.dense.as_ref().and_then(|(encoder, _)| {
+        // A query in a script without spaces is left to BM25's bigrams: the
+        // small English models memtree is tested with do not read it.
+        let readable = !request.query.chars().any(crate::text::is_cjk);
+        let query_vector = self.dense.as_ref().filter(|_| readable).and_then(|(encoder, _)| {
             encoder
                 .encode(&[request.query.as_str()])
                 .inspect_err(
@@ -597,6 +600,9 @@ fn refresh_vectors(conn: &Connection, model: &str, cache: &mut VectorCache) -> r
 struct QueryPlan {
     expression: String,
     terms: Vec<QueryTerm>,
+    /// The query's own words, each weighing its idf, a word no passage
+    /// holds weighing most: what [`coverage`] of a passage is measured by.
+    words: Vec<QueryTerm>,
 }
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
@@ -637,20 +643,32 @@ fn plan_from(
     let short = terms.len() <= 4;
     let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
     let mut weighted: Vec<QueryTerm> = Vec::new();
+    let mut words: Vec<QueryTerm> = Vec::new();
     for term in &terms {
         let count = df(term)?;
         weighted.push(QueryTerm {
             word: term.clone(),
             weight: if count == 0 { 0.0 } else { idf(count, passages) },
         });
+        // What a passage covers of the query: a misspelt word's stand-in
+        // counts for it; a word no passage holds weighs most.
+        let mut stand_in = None;
         if count == 0 {
             if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
                 for word in near(term)? {
-                    weighted.push(QueryTerm { weight: idf(df(&word)?.max(1), passages), word: word.clone() });
+                    let weight = idf(df(&word)?.max(1), passages);
+                    stand_in.get_or_insert_with(|| QueryTerm { word: word.clone(), weight });
+                    weighted.push(QueryTerm { weight, word: word.clone() });
                     rare.push(word);
                 }
             }
-        } else if count * 2 > passages {
+        }
+        words
+            .push(stand_in.unwrap_or_else(|| QueryTerm { word: term.clone(), weight: idf(count, passages) }));
+        if count == 0 {
+            continue;
+        }
+        if count * 2 > passages {
             useless.push(term.clone());
         } else if count * 10 > passages {
             frequent.push(term.clone());
@@ -670,7 +688,7 @@ fn plan_from(
     };
     let mut seen = HashSet::new();
     weighted.retain(|t| seen.insert(t.word.clone()));
-    Ok(Some(QueryPlan { expression, terms: weighted }))
+    Ok(Some(QueryPlan { expression, terms: weighted, words }))
 }
 
 /// Runs `plan`: FTS5 ranks alone, then only the best candidates (six
@@ -708,7 +726,13 @@ fn execute(
         let dense = nearest.map(|nearest| nearest(batch));
         let complete = bm25.len() < batch && dense.as_ref().is_none_or(|d| d.len() < batch);
         let candidates = match &dense {
-            Some(dense) => fuse(&bm25, dense),
+            Some(dense) => {
+                let covered = match (plan, bm25.first()) {
+                    (Some(plan), Some(&(best, _))) => coverage(&searched_text(conn, best)?, &plan.words),
+                    _ => 0.0,
+                };
+                fuse(&bm25, dense, dense_weight(covered))
+            }
             None => bm25.into_iter().map(|(rowid, score)| (rowid, score, Signals::BM25)).collect(),
         };
         let mut matches = Vec::new();
@@ -730,6 +754,17 @@ fn execute(
         }
         batch *= 4;
     }
+}
+
+/// The text of a passage that full-text search looks at: its document's
+/// id and title, its headings, the summary and tags, and its own text.
+fn searched_text(conn: &Connection, passage: i64) -> rusqlite::Result<String> {
+    conn.prepare_cached(
+        "SELECT p.doc || ' ' || d.title || ' ' || p.heading_path || ' ' || coalesce(d.summary, '') || ' '
+                || d.tags || ' ' || p.text
+         FROM passages p JOIN docs d ON d.id = p.doc WHERE p.rowid = ?1",
+    )?
+    .query_row([passage], |r| r.get(0))
 }
 
 /// A match from a row of the details query (none for a row whose id is not

@@ -193,6 +193,21 @@ impl<'a> Matcher<'a> {
     }
 }
 
+/// The share of `terms`' weight whose words `text` holds (0 without any
+/// weight): how much of a query a passage covers.
+pub fn coverage(text: &str, terms: &[QueryTerm]) -> f64 {
+    let total: f64 = terms.iter().map(|t| t.weight).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let matcher = Matcher::new(terms);
+    let mut held = vec![false; terms.len()];
+    for i in matcher.sequence(text).into_iter().flatten() {
+        held[i] = true;
+    }
+    terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>() / total
+}
+
 /// Most lines an excerpt shows.
 const EXCERPT_LINES: usize = 3;
 /// A line longer than this (in bytes) is shown as its start and the

@@ -20,7 +20,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use memtree_core::Memory;
 use memtree_test::indexed_copy;
+
+#[cfg(feature = "embeddings")]
+mod model;
 
 /// The levels reached, over 169 questions (when the set was written:
 /// doc@5 0.740, excerpt@5 0.515, pack@500 0.509, pack@1000 0.562,
@@ -93,9 +97,8 @@ impl Score {
     }
 }
 
-#[test]
-fn answers_reach_the_agent_on_the_conversation_set() {
-    let (_dir, memory) = indexed_copy("relevance/conversations/store");
+/// The scores of `memory` by kind of question, printed under `label`.
+fn measure(memory: &Memory, label: &str) -> BTreeMap<String, Score> {
     let queries: Vec<Query> =
         yaml_serde::from_str(&std::fs::read_to_string(fixture().join("queries.yaml")).unwrap()).unwrap();
     assert!(
@@ -146,20 +149,32 @@ fn answers_reach_the_agent_on_the_conversation_set() {
         }
     }
 
-    let mut by_kind: BTreeMap<&str, Score> = BTreeMap::new();
+    let mut by_kind: BTreeMap<String, Score> = BTreeMap::new();
     for (q, score) in queries.iter().zip(&scores) {
-        by_kind.entry(q.kind.as_str()).or_default().add(score);
+        by_kind.entry(q.kind.clone()).or_default().add(score);
     }
-    let mut total = Score::default();
-    for score in by_kind.values() {
-        total.add(score);
-    }
-    eprintln!("{:>10}  queries  doc@5  excerpt@5   pack@500  pack@1000  pack@2000", "kind");
+    let total = total(&by_kind);
+    eprintln!("{label}\n{:>10}  queries  doc@5  excerpt@5   pack@500  pack@1000  pack@2000", "kind");
     for (kind, score) in &by_kind {
         eprintln!("{}", score.row(kind));
     }
     eprintln!("{}", total.row("all"));
     eprintln!("answer not in the pack at 1000 tokens ({}):\n{}", misses.len(), misses.join("\n"));
+    by_kind
+}
+
+fn total(by_kind: &BTreeMap<String, Score>) -> Score {
+    let mut total = Score::default();
+    for score in by_kind.values() {
+        total.add(score);
+    }
+    total
+}
+
+#[test]
+fn answers_reach_the_agent_on_the_conversation_set() {
+    let (_dir, memory) = indexed_copy("relevance/conversations/store");
+    let total = total(&measure(&memory, "BM25"));
 
     let figures = [
         ("doc@5", total.share(total.doc_at_5), MIN_DOC_AT_5),
@@ -170,5 +185,31 @@ fn answers_reach_the_agent_on_the_conversation_set() {
     ];
     for (name, value, min) in figures {
         assert!(value >= min, "{name} {value:.3} < {min}");
+    }
+}
+
+/// Hybrid search (BM25 and all-MiniLM-L6-v2) against BM25 alone: no kind
+/// of question gets fewer answers to the agent by any measure (within one
+/// question), paraphrases and questions get more.
+#[cfg(feature = "embeddings")]
+#[test]
+fn hybrid_search_hands_over_more_answers_and_none_fewer() {
+    let (_dir, memory) = indexed_copy("relevance/conversations/store");
+    let bm25 = measure(&memory, "BM25");
+    let (_dense_dir, hybrid_memory, _) =
+        memtree_test::indexed_copy_with("relevance/conversations/store", Some(model::from_env()));
+    let hybrid = measure(&hybrid_memory, "hybrid");
+    for (kind, before) in &bm25 {
+        let after = &hybrid[kind];
+        let pairs = [(before.doc_at_5, after.doc_at_5), (before.excerpt_at_5, after.excerpt_at_5)]
+            .into_iter()
+            .chain(before.pack.iter().copied().zip(after.pack));
+        for (b, a) in pairs {
+            assert!(a + 1 >= b, "{kind}: {a} answers < {b} with BM25 alone");
+        }
+    }
+    for kind in ["paraphrase", "question"] {
+        let (before, after) = (&bm25[kind], &hybrid[kind]);
+        assert!(after.pack[1] > before.pack[1], "{kind}: pack@1000 {} vs {}", after.pack[1], before.pack[1]);
     }
 }

@@ -7,8 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use memtree_core::{DocId, Hit};
+use memtree_core::{DocId, Hit, Memory};
 use memtree_test::indexed_copy;
+
+#[cfg(feature = "embeddings")]
+mod model;
 
 /// The levels reached (recall@5 0.867, MRR 0.846 over 110 queries); a
 /// change that lowers them is a regression.
@@ -42,9 +45,14 @@ struct Score {
     reciprocal_rank: f64,
 }
 
-#[test]
-fn ranking_quality_on_the_relevance_set() {
-    let (_dir, memory) = indexed_copy("relevance/store");
+/// Scores by kind of query, the stale hits and the misses of `memory`.
+struct Measured {
+    by_kind: BTreeMap<String, Score>,
+    total: Score,
+    stale: Vec<String>,
+}
+
+fn measure(memory: &Memory, label: &str) -> Measured {
     let queries: Vec<Query> =
         yaml_serde::from_str(&std::fs::read_to_string(fixture().join("queries.yaml")).unwrap()).unwrap();
     assert!(queries.len() >= 60, "the set needs at least 60 queries");
@@ -78,14 +86,58 @@ fn ranking_quality_on_the_relevance_set() {
         acc.reciprocal_rank += s.reciprocal_rank;
         acc
     });
-    eprintln!("{:>10}  queries  recall@5  MRR", "kind");
+    eprintln!("{label}\n{:>10}  queries  recall@5  MRR", "kind");
     for (kind, s) in by_kind.iter().chain([(&"all".to_owned(), &total)]) {
-        let n = s.queries as f64;
-        eprintln!("{kind:>10}  {:>7}  {:>8.3}  {:.3}", s.queries, s.recall / n, s.reciprocal_rank / n);
+        eprintln!("{kind:>10}  {:>7}  {:>8.3}  {:.3}", s.queries, s.recall(), s.mrr());
     }
     eprintln!("not in the top 5:\n{}", misses.join("\n"));
-    let (recall, mrr) = (total.recall / total.queries as f64, total.reciprocal_rank / total.queries as f64);
-    assert!(stale.is_empty(), "stale memory returned: {stale:#?}");
+    Measured { by_kind, total, stale }
+}
+
+impl Score {
+    fn recall(&self) -> f64 {
+        self.recall / self.queries.max(1) as f64
+    }
+
+    fn mrr(&self) -> f64 {
+        self.reciprocal_rank / self.queries.max(1) as f64
+    }
+}
+
+#[test]
+fn ranking_quality_on_the_relevance_set() {
+    let (_dir, memory) = indexed_copy("relevance/store");
+    let measured = measure(&memory, "BM25");
+    let (recall, mrr) = (measured.total.recall(), measured.total.mrr());
+    assert!(measured.stale.is_empty(), "stale memory returned: {:#?}", measured.stale);
     assert!(recall >= MIN_RECALL_AT_5, "recall@5 {recall:.3} < {MIN_RECALL_AT_5}");
     assert!(mrr >= MIN_MRR, "MRR {mrr:.3} < {MIN_MRR}");
+}
+
+/// Hybrid search (BM25 and all-MiniLM-L6-v2) against BM25 alone on the
+/// same set: no kind of query ranks worse (recall@5 and MRR, within one
+/// query's worth of rounding), paraphrases and questions rank better.
+#[cfg(feature = "embeddings")]
+#[test]
+fn hybrid_search_adds_and_takes_nothing_away() {
+    let (_dir, memory) = indexed_copy("relevance/store");
+    let bm25 = measure(&memory, "BM25");
+    let (_dense_dir, hybrid_memory, _) =
+        memtree_test::indexed_copy_with("relevance/store", Some(model::from_env()));
+    let hybrid = measure(&hybrid_memory, "hybrid");
+    assert!(hybrid.stale.is_empty(), "stale memory returned: {:#?}", hybrid.stale);
+    for (kind, before) in &bm25.by_kind {
+        let after = &hybrid.by_kind[kind];
+        assert!(
+            after.recall() >= before.recall() - 1e-9,
+            "{kind}: recall@5 {} < {}",
+            after.recall(),
+            before.recall()
+        );
+        assert!(after.mrr() >= before.mrr() - 0.01, "{kind}: MRR {} < {}", after.mrr(), before.mrr());
+    }
+    for kind in ["paraphrase", "question"] {
+        let (before, after) = (&bm25.by_kind[kind], &hybrid.by_kind[kind]);
+        assert!(after.mrr() > before.mrr() + 0.02, "{kind}: MRR {} vs {}", after.mrr(), before.mrr());
+    }
 }
