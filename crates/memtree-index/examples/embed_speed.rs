@@ -75,12 +75,13 @@ fn main() {
         std::process::exit(1);
     });
     eprintln!(
-        "loaded {} ({} dimensions, {} tokens at most) in {:.3} s; resident {}",
+        "loaded {} ({} dimensions, {} tokens at most) in {:.3} s; resident {}, peak {}",
         embedder.id(),
         embedder.dimensions(),
         embedder.max_tokens(),
         start.elapsed().as_secs_f64(),
         status("VmRSS"),
+        status("VmHWM"),
     );
     // A first call warms the allocator and the thread pool.
     embedder.embed(&["warm up"]).expect("embedding failed");
