@@ -653,14 +653,12 @@ fn plan_from(
         // What a passage covers of the query: a misspelt word's stand-in
         // counts for it; a word no passage holds weighs most.
         let mut stand_in = None;
-        if count == 0 {
-            if short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
-                for word in near(term)? {
-                    let weight = idf(df(&word)?.max(1), passages);
-                    stand_in.get_or_insert_with(|| QueryTerm { word: word.clone(), weight });
-                    weighted.push(QueryTerm { weight, word: word.clone() });
-                    rare.push(word);
-                }
+        if count == 0 && short && term.chars().count() >= 4 && !term.chars().any(crate::text::is_cjk) {
+            for word in near(term)? {
+                let weight = idf(df(&word)?.max(1), passages);
+                stand_in.get_or_insert_with(|| QueryTerm { word: word.clone(), weight });
+                weighted.push(QueryTerm { weight, word: word.clone() });
+                rare.push(word);
             }
         }
         words
@@ -908,6 +906,17 @@ mod tests {
             [("databse", false), ("database", true)],
             "the typo weighs nothing, its stand-in does"
         );
+        // What a passage covers of the query is measured by the stand-in.
+        let covered: Vec<&str> = plan.words.iter().map(|t| t.word.as_str()).collect();
+        assert_eq!(covered, ["database"]);
+    }
+
+    #[test]
+    fn a_word_no_passage_holds_weighs_most_in_coverage() {
+        let plan = plan_of("postgres pgbouncer port", &[("postgres", 3), ("port", 20)]).unwrap();
+        let weights: Vec<(&str, f64)> = plan.words.iter().map(|t| (t.word.as_str(), t.weight)).collect();
+        assert_eq!(weights.iter().map(|w| w.0).collect::<Vec<_>>(), ["postgres", "pgbouncer", "port"]);
+        assert!(weights[1].1 > weights[0].1 && weights[0].1 > weights[2].1, "{weights:?}");
     }
 
     #[test]

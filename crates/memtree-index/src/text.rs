@@ -364,6 +364,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn coverage_is_the_share_of_the_query_weight_a_text_holds() {
+        let terms = [
+            QueryTerm { word: "postgres".into(), weight: 3.0 },
+            QueryTerm { word: "port".into(), weight: 1.0 },
+        ];
+        assert_eq!(coverage("Postgres listens on ports 5432", &terms), 1.0, "inflections count");
+        assert_eq!(coverage("postgres only", &terms), 0.75);
+        assert_eq!(coverage("nothing here", &terms), 0.0);
+        assert_eq!(coverage("postgres", &[]), 0.0);
+        let cjk = [QueryTerm { word: "手順".into(), weight: 1.0 }];
+        assert_eq!(coverage("デプロイ手順です", &cjk), 1.0, "a bigram inside a run");
+    }
+
+    #[test]
     fn queries_are_plain_words() {
         assert_eq!(query_terms("What port does the staging DB use?"), ["port", "staging", "db"]);
         assert_eq!(

@@ -47,6 +47,8 @@ struct Score {
 
 /// Scores by kind of query, the stale hits and the misses of `memory`.
 struct Measured {
+    /// Compared kind by kind with hybrid search's (feature `embeddings`).
+    #[cfg_attr(not(feature = "embeddings"), expect(dead_code))]
     by_kind: BTreeMap<String, Score>,
     total: Score,
     stale: Vec<String>,
