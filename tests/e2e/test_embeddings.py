@@ -13,7 +13,7 @@ import time
 import anyio
 import pytest
 
-pytestmark = pytest.mark.embeddings
+pytestmark = [pytest.mark.embeddings, pytest.mark.anyio]
 
 MODEL = os.environ.get("MEMTREE_TEST_EMBEDDING_MODEL", "")
 

@@ -173,6 +173,14 @@ async fn bench_size(
         index.seconds,
         index.bytes() as f64 / 1048576.0
     );
+    if index.chunks_embedded > 0 {
+        eprintln!(
+            "[{n}] embedded {} chunks in {:.1} s ({:.1}/s)",
+            index.chunks_embedded,
+            index.embedding_seconds,
+            index.chunks_embedded as f64 / index.embedding_seconds
+        );
+    }
     let validation = validate(bin, &store, Duration::from_secs(args.validate_timeout)).await?;
     eprintln!("[{n}] validate: {validation}");
 
@@ -238,6 +246,10 @@ struct IndexBuild {
     /// `.memtree/index.sqlite` and its `-wal`, after the process exited.
     sqlite_bytes: u64,
     wal_bytes: u64,
+    /// With `MEMTREE_EMBEDDING_MODEL` set: chunks embedded by `reindex`,
+    /// and how long that took.
+    chunks_embedded: u64,
+    embedding_seconds: f64,
 }
 
 impl IndexBuild {
@@ -268,6 +280,8 @@ fn build_index(bin: &Path, store: &Path) -> anyhow::Result<IndexBuild> {
         wall_seconds,
         sqlite_bytes: size("index.sqlite"),
         wal_bytes: size("index.sqlite-wal"),
+        chunks_embedded: report["chunks_embedded"].as_u64().unwrap_or(0),
+        embedding_seconds: report["embedding_seconds"].as_f64().unwrap_or(0.0),
     })
 }
 

@@ -603,6 +603,9 @@ struct QueryPlan {
     /// The query's own words, each weighing its idf, a word no passage
     /// holds weighing most: what [`coverage`] of a passage is measured by.
     words: Vec<QueryTerm>,
+    /// Each two words next to each other in the query, as an FTS5 `NEAR`
+    /// group (a stop word or two may stand between them in the text).
+    phrases: Option<String>,
 }
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
@@ -644,6 +647,8 @@ fn plan_from(
     let (mut rare, mut frequent, mut useless) = (Vec::new(), Vec::new(), Vec::new());
     let mut weighted: Vec<QueryTerm> = Vec::new();
     let mut words: Vec<QueryTerm> = Vec::new();
+    // Whether some passage holds each of `words`.
+    let mut held: Vec<bool> = Vec::new();
     for term in &terms {
         let count = df(term)?;
         weighted.push(QueryTerm {
@@ -661,6 +666,7 @@ fn plan_from(
                 rare.push(word);
             }
         }
+        held.push(count > 0 || stand_in.is_some());
         words
             .push(stand_in.unwrap_or_else(|| QueryTerm { word: term.clone(), weight: idf(count, passages) }));
         if count == 0 {
@@ -686,7 +692,14 @@ fn plan_from(
     };
     let mut seen = HashSet::new();
     weighted.retain(|t| seen.insert(t.word.clone()));
-    Ok(Some(QueryPlan { expression, terms: weighted, words }))
+    let pairs: Vec<String> = (1..words.len())
+        .filter(|&i| held[i - 1] && held[i])
+        .map(|i| (&words[i - 1].word, &words[i].word))
+        .filter(|(a, b)| ![a, b].iter().any(|w| w.chars().any(crate::text::is_cjk)))
+        .map(|(a, b)| format!("NEAR({} {}, 2)", fts_literal(a), fts_literal(b)))
+        .collect();
+    let phrases = (!pairs.is_empty() && words.len() <= PHRASE_QUERY_WORDS).then(|| pairs.join(" OR "));
+    Ok(Some(QueryPlan { expression, terms: weighted, words, phrases }))
 }
 
 /// Runs `plan`: FTS5 ranks alone, then only the best candidates (six
@@ -715,12 +728,15 @@ fn execute(
     let mut batch = (request.limit * 6).max(60);
     loop {
         // FTS5's rank is negative, lower better: a BM25 score is its negation.
-        let bm25: Vec<(i64, f64)> = match plan {
+        let mut bm25: Vec<(i64, f64)> = match plan {
             Some(plan) => ranked
                 .query_map(params![plan.expression, batch as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
+        if let Some(phrases) = plan.and_then(|p| p.phrases.as_ref().map(|ph| (p, ph))) {
+            lift_phrases(conn, phrases.0, phrases.1, request.limit * 2, &mut bm25)?;
+        }
         let dense = nearest.map(|nearest| nearest(batch));
         let complete = bm25.len() < batch && dense.as_ref().is_none_or(|d| d.len() < batch);
         let candidates = match &dense {
@@ -752,6 +768,49 @@ fn execute(
         }
         batch *= 4;
     }
+}
+
+/// How much more a passage weighs that holds two of the query's words
+/// side by side, as the query has them.
+const PHRASE_LIFT: f64 = 0.25;
+
+/// Queries of at most this many words are lifted by their phrases: in a
+/// short query, words side by side are a name or a term (`release train`,
+/// `cedar strips`); in a longer question they are mostly incidental, and
+/// lifting them cost ranking quality on both relevance sets.
+const PHRASE_QUERY_WORDS: usize = 3;
+
+/// Lifts the BM25 score of the best `batch` passages holding a pair of the
+/// query's neighbouring words together, and brings in those BM25 alone
+/// ranked below its candidates: where many passages hold both words (two
+/// common words of a large store), the one that says them together is the
+/// one meant.
+fn lift_phrases(
+    conn: &Connection,
+    plan: &QueryPlan,
+    phrases: &str,
+    batch: usize,
+    bm25: &mut Vec<(i64, f64)>,
+) -> rusqlite::Result<()> {
+    let mut together =
+        conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+    let rows: Vec<i64> =
+        together.query_map(params![phrases, batch as i64], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let mut score_of = conn.prepare_cached("SELECT rank FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
+    for rowid in rows {
+        match bm25.iter_mut().find(|c| c.0 == rowid) {
+            Some(found) => found.1 *= 1.0 + PHRASE_LIFT,
+            None => {
+                let rank: Option<f64> =
+                    score_of.query_row(params![plan.expression, rowid], |r| r.get(0)).optional()?;
+                if let Some(rank) = rank {
+                    bm25.push((rowid, -rank * (1.0 + PHRASE_LIFT)));
+                }
+            }
+        }
+    }
+    bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(())
 }
 
 /// The text of a passage that full-text search looks at: its document's
@@ -909,6 +968,27 @@ mod tests {
         // What a passage covers of the query is measured by the stand-in.
         let covered: Vec<&str> = plan.words.iter().map(|t| t.word.as_str()).collect();
         assert_eq!(covered, ["database"]);
+    }
+
+    #[test]
+    fn a_short_query_s_neighbouring_words_are_its_phrases() {
+        let df = [("release", 9), ("train", 9), ("schedule", 9), ("postgres", 3)];
+        let plan = plan_of("release train", &df).unwrap();
+        assert_eq!(plan.phrases.as_deref(), Some(r#"NEAR("release" "train", 2)"#));
+        let three = plan_of("the release train schedule", &df).unwrap();
+        assert_eq!(
+            three.phrases.as_deref(),
+            Some(r#"NEAR("release" "train", 2) OR NEAR("train" "schedule", 2)"#),
+            "stop words are not words of a phrase"
+        );
+        assert_eq!(plan_of("postgres", &df).unwrap().phrases, None, "one word");
+        assert_eq!(
+            plan_of("release zzz train", &df).unwrap().phrases,
+            None,
+            "a word no passage holds breaks the pair"
+        );
+        let long = plan_of("release train schedule postgres", &df).unwrap();
+        assert_eq!(long.phrases, None, "a longer question is not lifted");
     }
 
     #[test]

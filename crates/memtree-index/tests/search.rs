@@ -446,3 +446,25 @@ fn concurrent_writers_of_one_index_wait_for_each_other() {
         writer.join().expect("no writer was refused");
     }
 }
+
+/// Two common words said together outrank the many passages holding both
+/// apart, even shorter ones that BM25 alone prefers.
+#[test]
+fn words_side_by_side_rank_above_the_same_words_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let root: String = (0..30).map(|i| format!("- [[n{i}]]\n")).collect();
+    memory.update_document(&id("root"), &format!("# Memory\n{root}"), None).unwrap();
+    for i in 0..30 {
+        let text = if i == 17 {
+            format!(
+                "# Note {i}\nWe moved the deploy to the release train of Thursday, with the review before it and the build notes.\n"
+            )
+        } else {
+            format!("# Note {i}\nThe train was late again, so the notes for release {i} waited.\n")
+        };
+        memory.update_document(&id(&format!("n{i}")), &text, None).unwrap();
+    }
+    let hits = memory.search("release train", 5, None, None).unwrap();
+    assert_eq!(hits[0].id, id("n17"), "{:?}", hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>());
+}
