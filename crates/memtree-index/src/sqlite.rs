@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::{
@@ -58,7 +58,9 @@ pub struct SqliteIndex {
     path: PathBuf,
     conn: Mutex<Connection>,
     /// The sentence encoder of dense retrieval, and its vectors in memory.
-    dense: Option<(Arc<dyn Encoder>, Mutex<VectorCache>)>,
+    /// Set once, possibly after opening: a server loads the model in the
+    /// background and searches by BM25 alone meanwhile.
+    dense: OnceLock<(Arc<dyn Encoder>, Mutex<VectorCache>)>,
 }
 
 /// The index error of what failed at `path`, which keeps the error beneath
@@ -90,20 +92,26 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
-        Ok(SqliteIndex { conn: Mutex::new(conn), path, dense: None })
+        Ok(SqliteIndex { conn: Mutex::new(conn), path, dense: OnceLock::new() })
     }
 
     /// Adds dense retrieval by `encoder`'s vectors to BM25: passages it has
     /// embedded are searched by meaning too (see [`crate::dense`]). Passages
     /// are embedded by [`SqliteIndex::embed_pending`], which a server calls
     /// in the background; until then they are found by BM25 alone.
-    pub fn with_encoder(mut self, encoder: Arc<dyn Encoder>) -> SqliteIndex {
-        self.dense = Some((encoder, Mutex::new(VectorCache::default())));
+    pub fn with_encoder(self, encoder: Arc<dyn Encoder>) -> SqliteIndex {
+        self.set_encoder(encoder);
         self
     }
 
+    /// [`SqliteIndex::with_encoder`] on an index in use; `false` (and
+    /// nothing changes) when it has one already.
+    pub fn set_encoder(&self, encoder: Arc<dyn Encoder>) -> bool {
+        self.dense.set((encoder, Mutex::new(VectorCache::default()))).is_ok()
+    }
+
     pub fn has_encoder(&self) -> bool {
-        self.dense.is_some()
+        self.dense.get().is_some()
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -389,7 +397,7 @@ impl SearchIndex for SqliteIndex {
         // A query in a script without spaces is left to BM25's bigrams: the
         // small English models memtree is tested with do not read it.
         let readable = !request.query.chars().any(crate::text::is_cjk);
-        let query_vector = self.dense.as_ref().filter(|_| readable).and_then(|(encoder, _)| {
+        let query_vector = self.dense.get().filter(|_| readable).and_then(|(encoder, _)| {
             encoder
                 .encode(&[request.query.as_str()])
                 .inspect_err(
@@ -401,7 +409,7 @@ impl SearchIndex for SqliteIndex {
         let conn = self.conn();
         let err = self.err();
         let plan = plan(&conn, &request.query).map_err(&err)?;
-        let dense = match (query_vector, &self.dense) {
+        let dense = match (query_vector, self.dense.get()) {
             (Some(vector), Some((encoder, cache))) => {
                 let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
                 refresh_vectors(&conn, encoder.model(), &mut cache).map_err(&err)?;
@@ -423,7 +431,7 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {
-        let Some((encoder, _)) = &self.dense else { return Ok(None) };
+        let Some((encoder, _)) = self.dense.get() else { return Ok(None) };
         let conn = self.conn();
         let count = |sql: &str, params: &[&dyn rusqlite::ToSql]| {
             conn.query_row(sql, params, |r| r.get::<_, i64>(0)).map(|n| n as usize).map_err(self.err())
@@ -513,7 +521,7 @@ impl SqliteIndex {
     /// are embedded, or there is no encoder). The connection is not held
     /// while encoding, so searches and writes go on meanwhile.
     pub fn embed_pending(&self, limit: usize) -> Result<usize, IndexError> {
-        let Some((encoder, _)) = &self.dense else { return Ok(0) };
+        let Some((encoder, _)) = self.dense.get() else { return Ok(0) };
         let model = encoder.model();
         let pending = pending_chunks(&self.conn(), model, limit).map_err(self.err())?;
         if pending.is_empty() {

@@ -80,16 +80,17 @@ pub fn open_own_with_index(settings: &Settings) -> anyhow::Result<(Memory, Optio
 /// The trees the settings name: the store, or in a namespace its own tree
 /// beside the shared one. One-shot commands commit history at once.
 pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
-    Ok(open_trees_with(settings, CommitTiming::AtOnce)?.0)
+    Ok(open_trees_with(settings, CommitTiming::AtOnce, settings.encoder()?)?.0)
 }
 
-/// [`open_trees`], committing history as `timing` says, with their indexes.
+/// [`open_trees`], committing history as `timing` says and searching by
+/// `encoder`'s meaning too (one model in memory for both trees), with
+/// their indexes.
 pub fn open_trees_with(
     settings: &Settings,
     timing: CommitTiming,
+    encoder: Option<Arc<dyn Encoder>>,
 ) -> anyhow::Result<(Namespaced, Vec<Arc<SqliteIndex>>)> {
-    // One model in memory for both trees.
-    let encoder = settings.encoder()?;
     let (own, own_index) = open_store(&settings.own_dir(), settings, timing, encoder.as_ref())?;
     let own = Arc::new(own);
     let mut indexes: Vec<Arc<SqliteIndex>> = own_index.into_iter().collect();

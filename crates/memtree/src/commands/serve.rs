@@ -24,11 +24,29 @@ pub struct Args {
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools = args.tools.or_else(|| settings.tools.clone());
-    let (trees, indexes) = super::open_trees_with(settings, CommitTiming::InBackground)?;
+    let (trees, indexes) = super::open_trees_with(settings, CommitTiming::InBackground, None)?;
     let trees = Arc::new(trees);
-    // Passages are embedded for dense retrieval while the server runs.
-    for index in indexes.iter().filter(|index| index.has_encoder()) {
-        memtree_index::embed_in_background(Arc::downgrade(index)).context("cannot start embedding")?;
+    // The embedding model loads off the request path (a few hundred ms):
+    // until it has, searches are BM25 alone. Then passages are embedded for
+    // dense retrieval while the server runs.
+    if settings.embedding_model.is_some() {
+        let settings = settings.clone();
+        let indexes: Vec<_> = indexes.iter().map(Arc::downgrade).collect();
+        std::thread::Builder::new()
+            .name("memtree-model".into())
+            .spawn(move || match settings.encoder() {
+                Ok(Some(encoder)) => {
+                    for index in indexes.iter().filter_map(std::sync::Weak::upgrade) {
+                        index.set_encoder(Arc::clone(&encoder));
+                        if let Err(error) = memtree_index::embed_in_background(Arc::downgrade(&index)) {
+                            tracing::error!(%error, "cannot start embedding");
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => tracing::error!(error = format!("{error:#}"), "searching by BM25 alone"),
+            })
+            .context("cannot start loading the embedding model")?;
     }
     // Off the request path: watch for edits by other programs (setting up
     // inotify walks the whole store), then index what changed while no
