@@ -104,7 +104,9 @@ pub fn assemble(
     };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
         let passage_tokens = counter.count(&hit.text);
-        let (text, whole) = if passage_tokens > WHOLE_PASSAGE_TOKENS {
+        let (text, whole) = if is_navigation(&hit.text) {
+            (hit.excerpt.replace("**", ""), None)
+        } else if passage_tokens > WHOLE_PASSAGE_TOKENS {
             (hit.excerpt.replace("**", ""), Some((hit.text.as_str(), passage_tokens)))
         } else {
             (hit.text.clone(), None)
@@ -153,6 +155,15 @@ pub fn assemble(
         left_out.insert(0, pack.entries.pop().expect("not empty"));
     }
     pack
+}
+
+/// Whether a passage is mostly links to other documents (a hub's list of
+/// children, each with a line of summary): it points at the evidence
+/// rather than holding it, so a pack shows only its matching lines.
+fn is_navigation(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let links = lines.iter().filter(|l| l.contains("[[")).count();
+    lines.len() >= 3 && links * 2 > lines.len()
 }
 
 /// An entry taken into a pack, and what assembling the pack needs of it.
@@ -342,6 +353,24 @@ mod tests {
         let tight = assemble(&[long], 150, &Words, None);
         assert_eq!(tight.entries[0].text, "the answer is 42", "no room: the excerpt");
         assert!(tight.used <= 150);
+    }
+
+    /// A hub's list of children points at the evidence: it enters as its
+    /// matching lines, however much budget is left.
+    #[test]
+    fn a_list_of_links_enters_as_its_matching_lines() {
+        let mut hub = hit(
+            "root",
+            "Memory",
+            2.0,
+            None,
+            "- [[a]]: the alpha notes\n- [[b]]: the beta notes\n- [[c]]: gamma and the answer\n- [[d]]: delta",
+        );
+        hub.excerpt = "- [[c]]: gamma and the **answer**".into();
+        let fact = hit("c", "C", 1.0, None, "the answer is 42");
+        let pack = assemble(&[hub, fact], 400, &Words, None);
+        let texts: Vec<&str> = pack.entries.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["- [[c]]: gamma and the answer", "the answer is 42"]);
     }
 
     #[test]
