@@ -3,16 +3,20 @@
 # tests that drive the built binary through the official Python MCP client,
 # but those marked `slow` (several seconds each; CI runs them separately:
 # `bash scripts/test.sh --slow`). Creates the Python environment (.venv) on
-# first use. `bash scripts/test.sh --embeddings` runs memtree-index's tests
-# with its `embeddings` feature, on a real model that it installs first.
+# first use. `bash scripts/test.sh --embeddings` tests hybrid search (the
+# `embeddings` feature) on a real model that it installs first: the Rust
+# tests of memtree-index and memtree with the feature, then the end-to-end
+# tests marked `embeddings` on the binary built with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--embeddings" ]; then
   MEMTREE_TEST_EMBEDDING_MODEL="$(bash scripts/embedding-model.sh)"
   export MEMTREE_TEST_EMBEDDING_MODEL
-  cargo test -p memtree-index --features embeddings --locked
-  cargo build -p memtree --features embeddings --locked
+  # One cargo invocation for both packages, so that candle is built once
+  # (another package set resolves its dependencies' features anew); it
+  # builds the binary the end-to-end tests drive too.
+  cargo test -p memtree -p memtree-index --features memtree/embeddings,memtree-index/embeddings --locked
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
   MEMTREE_BIN="$PWD/target/debug/memtree" exec .venv/bin/python -m pytest tests/e2e -q -m embeddings
 fi
