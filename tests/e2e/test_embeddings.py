@@ -67,3 +67,21 @@ async def test_a_server_embeds_in_the_background(serve, cli):
         r = await m.call("search", {"query": "which animal shouts at the mail carrier", "json": True})
         hits = json.loads(r.text)
         assert hits[0]["id"] == "pets" and "dense" in hits[0]["signals"], hits
+
+
+def test_a_model_folder_that_does_not_load_is_refused_and_changes_nothing(cli, store, tmp_path):
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    for folder, says in [(tmp_path / "missing", "does not exist or is not a folder"), (empty, "has no config.json")]:
+        r = cli("--embedding-model", str(folder), "search", "x")
+        assert r.rc != 0 and r.out == "", (r.rc, r.out)
+        assert r.err.startswith("Error: embedding model folder ") and says in r.err, r.err
+    assert not store.exists()
+
+
+async def test_a_server_whose_model_does_not_load_serves_bm25(serve, tmp_path):
+    async with serve(env={"MEMTREE_EMBEDDING_MODEL": str(tmp_path / "missing")}) as m:
+        await m.build([(None, "# Memory\n- [[pets]]\n"), ("pets", PETS)])
+        r = await m.call("search", {"query": "postman", "json": True})
+        hits = json.loads(r.text)
+        assert hits[0]["id"] == "pets" and hits[0]["signals"] == ["bm25"], hits

@@ -168,7 +168,8 @@ impl Settings {
             args.embedding_model.clone().or_else(|| var(env::EMBEDDING_MODEL).map(PathBuf::from));
         if embedding_model.is_some() && !cfg!(feature = "embeddings") {
             anyhow::bail!(
-                "{} is set, but this memtree was built without embeddings: install it with `--features embeddings`",
+                "an embedding model is set (--embedding-model, {}), but this memtree was built without embeddings: \
+                 install it with `--features embeddings`",
                 env::EMBEDDING_MODEL
             );
         }
