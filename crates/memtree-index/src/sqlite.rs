@@ -392,12 +392,25 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
-        // The query's vector first, outside the lock: encoding takes
-        // milliseconds, other threads' searches need not wait for it.
-        // A query in a script without spaces is left to BM25's bigrams: the
-        // small English models memtree is tested with do not read it.
+        let err = self.err();
+        // How sure BM25 is decides whether the query's meaning counts at
+        // all, and so whether its vector is worth making.
+        let (plan, weight) = {
+            let conn = self.conn();
+            let plan = plan(&conn, &request.query).map_err(&err)?;
+            let weight = match (&plan, self.dense.get()) {
+                (_, None) => 0.0,
+                (Some(plan), Some(_)) => dense_weight(best_coverage(&conn, plan).map_err(&err)?),
+                (None, Some(_)) => dense_weight(0.0),
+            };
+            (plan, weight)
+        };
+        // The vector outside the lock: encoding takes milliseconds, other
+        // threads' searches need not wait for it. A query in a script
+        // without spaces is left to BM25's bigrams: the small English
+        // models memtree is tested with do not read it.
         let readable = !request.query.chars().any(crate::text::is_cjk);
-        let query_vector = self.dense.get().filter(|_| readable).and_then(|(encoder, _)| {
+        let query_vector = self.dense.get().filter(|_| readable && weight > 0.0).and_then(|(encoder, _)| {
             encoder
                 .encode(&[request.query.as_str()])
                 .inspect_err(
@@ -407,8 +420,6 @@ impl SearchIndex for SqliteIndex {
                 .and_then(|mut v| v.pop())
         });
         let conn = self.conn();
-        let err = self.err();
-        let plan = plan(&conn, &request.query).map_err(&err)?;
         let dense = match (query_vector, self.dense.get()) {
             (Some(vector), Some((encoder, cache))) => {
                 let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -421,13 +432,8 @@ impl SearchIndex for SqliteIndex {
         if plan.is_none() && nearest.is_none() {
             return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
         }
-        execute(
-            &conn,
-            plan.as_ref(),
-            nearest.as_ref().map(|f| f as &dyn Fn(usize) -> Vec<(i64, f32)>),
-            request,
-        )
-        .map_err(&err)
+        let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
+        execute(&conn, plan.as_ref(), dense, request).map_err(&err)
     }
 
     fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {
@@ -710,15 +716,17 @@ fn plan_from(
     Ok(Some(QueryPlan { expression, terms: weighted, words, phrases }))
 }
 
-/// Runs `plan`: FTS5 ranks alone, then only the best candidates (six
-/// times the matches asked for, at least 60) are joined to their passage
-/// and document and filtered by scope and subtree; all that pass are
-/// returned, for the engine's ranking to choose from. When the filters
-/// leave fewer than asked for, the next, larger batch is taken.
+/// Runs `plan`: FTS5 ranks alone (phrases lifted), fused with the nearest
+/// passages by meaning when `dense` gives them with their weight; then
+/// only the best candidates (six times the matches asked for, at least 60)
+/// are joined to their passage and document and filtered by scope and
+/// subtree; all that pass are returned, for the engine's ranking to
+/// choose from. When the filters leave fewer than asked for, the next,
+/// larger batch is taken.
 fn execute(
     conn: &Connection,
     plan: Option<&QueryPlan>,
-    nearest: Option<&dyn Fn(usize) -> Vec<(i64, f32)>>,
+    dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
 ) -> rusqlite::Result<Matched> {
     let subtree: Option<HashSet<String>> = match &request.under {
@@ -745,16 +753,10 @@ fn execute(
         if let Some(phrases) = plan.and_then(|p| p.phrases.as_ref().map(|ph| (p, ph))) {
             lift_phrases(conn, phrases.0, phrases.1, request.limit * 2, &mut bm25)?;
         }
-        let dense = nearest.map(|nearest| nearest(batch));
-        let complete = bm25.len() < batch && dense.as_ref().is_none_or(|d| d.len() < batch);
-        let candidates = match &dense {
-            Some(dense) => {
-                let covered = match (plan, bm25.first()) {
-                    (Some(plan), Some(&(best, _))) => coverage(&searched_text(conn, best)?, &plan.words),
-                    _ => 0.0,
-                };
-                fuse(&bm25, dense, dense_weight(covered))
-            }
+        let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
+        let complete = bm25.len() < batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
+        let candidates = match &nearest {
+            Some((nearest, weight)) => fuse(&bm25, nearest, *weight),
             None => bm25.into_iter().map(|(rowid, score)| (rowid, score, Signals::BM25)).collect(),
         };
         let mut matches = Vec::new();
@@ -819,6 +821,19 @@ fn lift_phrases(
     }
     bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     Ok(())
+}
+
+/// The `k` passages nearest the query's vector, with their cosines.
+type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32)>;
+
+/// How much of the query the passage BM25 ranks first covers
+/// ([`coverage`]); 0 when none matches.
+fn best_coverage(conn: &Connection, plan: &QueryPlan) -> rusqlite::Result<f64> {
+    let mut best = conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT 1")?;
+    match best.query_row([&plan.expression], |r| r.get::<_, i64>(0)).optional()? {
+        Some(rowid) => Ok(coverage(&searched_text(conn, rowid)?, &plan.words)),
+        None => Ok(0.0),
+    }
 }
 
 /// The text of a passage that full-text search looks at: its document's

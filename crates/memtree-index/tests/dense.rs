@@ -110,9 +110,12 @@ fn passages_are_found_by_meaning_once_embedded() {
     let both = memory.search("dog puppy", 5, None, None).unwrap();
     assert_eq!((both[0].id.as_str(), both[0].signals), ("pets", Signals { bm25: true, dense: true }));
     assert_eq!(serde_json::to_value(both[0].signals).unwrap(), serde_json::json!(["bm25", "dense"]));
-    // A passage holding every word: BM25 is sure, and ranks alone.
+    // A passage holding every word: BM25 is sure, and ranks alone; the
+    // query's vector is not even made.
+    let calls = encoder.calls.load(Ordering::SeqCst);
     let exact = memory.search("tyres winter", 5, None, None).unwrap();
     assert_eq!((exact[0].id.as_str(), exact[0].signals), ("garage", Signals::BM25));
+    assert_eq!(encoder.calls.load(Ordering::SeqCst), calls, "no vector for a query BM25 covers");
 }
 
 #[test]
