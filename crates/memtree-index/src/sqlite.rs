@@ -802,10 +802,7 @@ fn lift_phrases(
     batch: usize,
     bm25: &mut Vec<(i64, f64)>,
 ) -> rusqlite::Result<()> {
-    let mut together =
-        conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
-    let rows: Vec<i64> =
-        together.query_map(params![phrases, batch as i64], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let rows = best_passages(conn, phrases, batch)?;
     let mut score_of = conn.prepare_cached("SELECT rank FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
     for rowid in rows {
         match bm25.iter_mut().find(|c| c.0 == rowid) {
@@ -829,11 +826,16 @@ type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32)>;
 /// How much of the query the passage BM25 ranks first covers
 /// ([`coverage`]); 0 when none matches.
 fn best_coverage(conn: &Connection, plan: &QueryPlan) -> rusqlite::Result<f64> {
-    let mut best = conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT 1")?;
-    match best.query_row([&plan.expression], |r| r.get::<_, i64>(0)).optional()? {
-        Some(rowid) => Ok(coverage(&searched_text(conn, rowid)?, &plan.words)),
+    match best_passages(conn, &plan.expression, 1)?.first() {
+        Some(&rowid) => Ok(coverage(&searched_text(conn, rowid)?, &plan.words)),
         None => Ok(0.0),
     }
+}
+
+/// The `limit` passages BM25 ranks first for an FTS5 `expression`.
+fn best_passages(conn: &Connection, expression: &str, limit: usize) -> rusqlite::Result<Vec<i64>> {
+    let mut best = conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+    best.query_map(params![expression, limit as i64], |r| r.get(0))?.collect()
 }
 
 /// The text of a passage that full-text search looks at: its document's

@@ -68,19 +68,22 @@ fn open_store(
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.
+/// Without the embedding model: the commands using it do not search.
 pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
-    Ok(open_own_with_index(settings)?.0)
+    Ok(open_store(&settings.own_dir(), settings, CommitTiming::AtOnce, None)?.0)
 }
 
-/// [`open_own`], with its index.
+/// [`open_own`] with the embedding model, if one is set (a few hundred
+/// milliseconds and some 190 MB to load), and with its index.
 pub fn open_own_with_index(settings: &Settings) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
     open_store(&settings.own_dir(), settings, CommitTiming::AtOnce, settings.encoder()?.as_ref())
 }
 
 /// The trees the settings name: the store, or in a namespace its own tree
-/// beside the shared one. One-shot commands commit history at once.
+/// beside the shared one. One-shot commands commit history at once. Without
+/// the embedding model: only [`open_reconciled`]'s commands search.
 pub fn open_trees(settings: &Settings) -> anyhow::Result<Namespaced> {
-    Ok(open_trees_with(settings, CommitTiming::AtOnce, settings.encoder()?)?.0)
+    Ok(open_trees_with(settings, CommitTiming::AtOnce, None)?.0)
 }
 
 /// [`open_trees`], committing history as `timing` says and searching by
@@ -105,10 +108,10 @@ pub fn open_trees_with(
     Ok((trees, indexes))
 }
 
-/// Opens the trees and brings their indexes up to date (for one-shot
-/// commands that read an index).
+/// Opens the trees, with the embedding model if one is set, and brings
+/// their indexes up to date (for one-shot commands that search).
 pub fn open_reconciled(settings: &Settings) -> anyhow::Result<Namespaced> {
-    let trees = open_trees(settings)?;
+    let (trees, _) = open_trees_with(settings, CommitTiming::AtOnce, settings.encoder()?)?;
     for memory in trees.each() {
         let report = memory.reconcile().context("cannot bring the index up to date")?;
         tracing::info!(?report, "index reconciled");

@@ -8,7 +8,8 @@ use crate::cli::Failure;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
-    let memory = super::open_own(settings)?;
+    // With the model, if one is set: the status says how far embedding is.
+    let (memory, _) = super::open_own_with_index(settings)?;
     let status = memory.status()?;
     let (index, usage) = memory.index_status()?;
     let fresh = memory.validate()?.findings.into_iter().find(|f| matches!(f, Finding::IndexOutOfDate { .. }));
