@@ -126,6 +126,10 @@ pub struct Hit {
     /// The whole passage, for memory packs.
     #[serde(skip)]
     pub text: String,
+    /// The lines after the passage in its section (the next passage's
+    /// first), as context for its last lines: an answer after its question.
+    #[serde(skip)]
+    pub after: String,
     pub line: usize,
     #[serde(skip)]
     pub scope: Option<Scope>,
@@ -262,8 +266,9 @@ pub trait SearchIndex: Send + Sync {
     /// the engine's ([`crate::ranking`]).
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;
     /// The lines of `passage` that hold `terms` (as this index matches
-    /// words), marked `**…**`, for a hit the engine keeps.
-    fn excerpt(&self, passage: &str, terms: &[QueryTerm]) -> String;
+    /// words) with their context (the lines `after` it included), marked
+    /// `**…**`, for a hit the engine keeps.
+    fn excerpt(&self, passage: &str, after: &str, terms: &[QueryTerm]) -> String;
     /// Ids from root down to the document's parent, by the indexed links.
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;

@@ -2,7 +2,7 @@
 //! under a hard token budget, grouped by scope, near-duplicates removed, each
 //! cited `[id#heading]` so the agent can read the source.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::cite::{SHARED_PREFIX, cite};
@@ -11,10 +11,11 @@ use crate::front_matter::Scope;
 use crate::index::{Found, Hit, IndexProgress, TokenCounter};
 
 /// Passages scoring below this share of the best one are not relevant.
-const RELEVANCE_FLOOR: f64 = 0.3;
+const RELEVANCE_FLOOR: f64 = 0.15;
 /// Word-shingle overlap above which two passages say the same thing.
 const DUPLICATE_OVERLAP: f64 = 0.6;
-/// A passage longer than this many tokens enters a pack as its excerpt.
+/// A passage longer than this many tokens enters a pack as its excerpt,
+/// grown with the budget left over.
 const WHOLE_PASSAGE_TOKENS: usize = 160;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -103,14 +104,28 @@ pub fn assemble(
         index_building,
     };
     for hit in hits.iter().filter(|h| h.score >= top * RELEVANCE_FLOOR) {
-        let passage_tokens = counter.count(&hit.text);
-        let (text, whole) = if is_navigation(&hit.text) {
-            (hit.excerpt.replace("**", ""), None)
-        } else if passage_tokens > WHOLE_PASSAGE_TOKENS {
-            (hit.excerpt.replace("**", ""), Some((hit.text.as_str(), passage_tokens)))
-        } else {
-            (hit.text.clone(), None)
-        };
+        let lines = Lines::of(hit, counter);
+        // A passage next to (or overlapping) one of its document's in the
+        // pack joins that entry: one citation, no line twice.
+        if let Some(i) = accepted.iter().position(|t| t.joins(hit, &lines)) {
+            let mut joined = accepted[i].lines.clone();
+            if !joined.join(&lines) {
+                continue;
+            }
+            let mut entry = accepted[i].entry.clone();
+            entry.text = joined.text();
+            let cost = counter.count(&render_entry(&entry)) + 1;
+            let estimate: usize = accepted.iter().map(|t| t.cost).sum::<usize>() - accepted[i].cost + cost;
+            pack.entries = accepted.iter().map(|t| t.entry.clone()).collect();
+            pack.entries[i] = entry.clone();
+            if estimate <= budget && counter.count(&pack.render()) <= budget {
+                let taken = &mut accepted[i];
+                taken.fingerprint = shingles(&entry.text);
+                (taken.entry, taken.cost, taken.lines) = (entry, cost, joined);
+            }
+            continue;
+        }
+        let text = lines.text();
         let fingerprint = shingles(&text);
         if accepted.iter().any(|t| overlap(&fingerprint, &t.fingerprint) >= DUPLICATE_OVERLAP) {
             continue;
@@ -127,15 +142,14 @@ pub fn assemble(
         let estimate: usize = accepted.iter().map(|t| t.cost).sum::<usize>() + cost;
         pack.entries = accepted.iter().map(|t| t.entry.clone()).chain([entry.clone()]).collect();
         if estimate <= budget && counter.count(&pack.render()) <= budget {
-            accepted.push(Taken { entry, fingerprint, cost, whole });
+            accepted.push(Taken { entry, fingerprint, cost, lines, heading_path: &hit.heading_path });
         } else {
             left_out.push(entry);
         }
     }
-    let wholes: Vec<(Option<(&str, usize)>, usize)> = accepted.iter().map(|t| (t.whole, t.cost)).collect();
-    pack.entries = accepted.into_iter().map(|t| t.entry).collect();
+    pack.entries = accepted.iter().map(|t| t.entry.clone()).collect();
     pack.left_out = left_out_ids(&pack.entries, &left_out);
-    spend_what_is_left(&mut pack, &wholes, counter);
+    spend_what_is_left(&mut pack, &mut accepted, counter);
     // The line naming what did not fit counts too: entries make room for it.
     loop {
         pack.left_out = left_out_ids(&pack.entries, &left_out);
@@ -173,42 +187,153 @@ struct Taken<'h> {
     fingerprint: HashSet<String>,
     /// Its tokens, as rendered.
     cost: usize,
-    /// The whole passage and its tokens, when the entry holds an excerpt.
-    whole: Option<(&'h str, usize)>,
+    /// The lines it shows and those it may grow into.
+    lines: Lines<'h>,
+    heading_path: &'h [String],
 }
 
-/// Spends the budget a pack leaves over on evidence: its best entries that
-/// hold an excerpt (`wholes[i]`: the whole passage and its tokens, and the
-/// entry's cost) show the whole passage instead, while it fits, with room
-/// for the header's count to grow a digit. Each entry is counted alone; the
-/// whole text once at the end, the last upgrades undone if that was short.
-fn spend_what_is_left(
-    pack: &mut Pack,
-    wholes: &[(Option<(&str, usize)>, usize)],
-    counter: &dyn TokenCounter,
-) {
+impl Taken<'_> {
+    /// Whether `hit`, whose lines are `lines`, belongs in this entry: a
+    /// passage of the same section next to or overlapping its lines.
+    fn joins(&self, hit: &Hit, lines: &Lines<'_>) -> bool {
+        self.entry.id == hit.id
+            && self.entry.shared == hit.shared
+            && self.heading_path == hit.heading_path.as_slice()
+            && self.lines.touches(lines)
+    }
+}
+
+/// The lines of a passage a pack entry may show, by line number in the
+/// document (the passage's, then those after it), and those it shows: a
+/// short passage whole, a longer one its excerpt, which the budget left
+/// over then widens.
+#[derive(Clone)]
+struct Lines<'h> {
+    all: BTreeMap<usize, &'h str>,
+    /// As shown: a long line of an excerpt is shortened.
+    shown: BTreeMap<usize, String>,
+    /// Whether it may show more than it does (not a list of links).
+    grows: bool,
+}
+
+impl<'h> Lines<'h> {
+    fn of(hit: &'h Hit, counter: &dyn TokenCounter) -> Lines<'h> {
+        let mut all = BTreeMap::new();
+        let mut last = hit.line;
+        for (i, line) in hit.text.lines().enumerate() {
+            if !line.trim().is_empty() {
+                last = hit.line + i;
+                all.insert(last, line.trim());
+            }
+        }
+        let own: Vec<usize> = all.keys().copied().collect();
+        for (k, line) in hit.after.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
+            all.insert(last + 1 + k, line);
+        }
+        let navigation = is_navigation(&hit.text);
+        if !navigation && counter.count(&hit.text) <= WHOLE_PASSAGE_TOKENS {
+            let shown = own.iter().map(|n| (*n, all[n].to_owned())).collect();
+            return Lines { all, shown, grows: false };
+        }
+        let mut shown = BTreeMap::new();
+        for line in hit.excerpt.lines() {
+            let unmarked = line.replace("**", "");
+            // A long line is shown as its start and its best sentence.
+            let start = unmarked.split(" … ").next().unwrap_or_default();
+            let at = all.iter().find(|(_, l)| l.starts_with(start)).or_else(|| all.iter().find(|(_, l)| l.contains(start)));
+            if let Some((&n, _)) = at {
+                shown.insert(n, unmarked);
+            }
+        }
+        if shown.is_empty() {
+            shown.extend(own.iter().take(2).map(|n| (*n, all[n].to_owned())));
+        }
+        Lines { all, shown, grows: !navigation }
+    }
+
+    fn text(&self) -> String {
+        self.shown.values().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Whether the two hold a line in common or side by side.
+    fn touches(&self, other: &Lines<'_>) -> bool {
+        let span = |l: &Lines<'_>| Some((*l.all.keys().next()?, *l.all.keys().next_back()?));
+        let (Some((a0, a1)), Some((b0, b1))) = (span(self), span(other)) else { return false };
+        a0 <= b1 + 1 && b0 <= a1 + 1
+    }
+
+    /// Takes in `other`'s lines (a line it has already, by its text, once);
+    /// whether that shows a line more.
+    fn join(&mut self, other: &Lines<'h>) -> bool {
+        let number_of = |all: &BTreeMap<usize, &str>, text: &str| all.iter().find(|(_, l)| **l == text).map(|(n, _)| *n);
+        for (&n, &line) in &other.all {
+            if number_of(&self.all, line).is_none() {
+                self.all.entry(n).or_insert(line);
+            }
+        }
+        let mut more = false;
+        for (n, line) in &other.shown {
+            let at = number_of(&self.all, other.all[n]).unwrap_or(*n);
+            if !self.shown.contains_key(&at) {
+                self.shown.insert(at, line.clone());
+                more = true;
+            }
+        }
+        self.grows |= other.grows;
+        more
+    }
+
+    /// The lines within `reach` of those shown, whole.
+    fn widened(&self, reach: usize) -> BTreeMap<usize, String> {
+        let near = |n: usize| self.shown.keys().any(|&s| s.abs_diff(n) <= reach);
+        self.all.iter().filter(|(n, _)| near(**n)).map(|(n, l)| (*n, (*l).to_owned())).collect()
+    }
+}
+
+/// Spends the budget a pack leaves over on evidence: the entries that show
+/// an excerpt grow, a line on each side of the lines they show at a time,
+/// all of them in turn, best first, while each fits with room for the
+/// header's count to grow a digit: more context for every entry before the
+/// whole of a few. Each entry is counted alone; the whole text once at the
+/// end, the last growths undone if that was short.
+fn spend_what_is_left(pack: &mut Pack, taken: &mut [Taken<'_>], counter: &dyn TokenCounter) {
     let budget = pack.budget;
     let mut used = counter.count(&pack.render());
-    let mut upgraded: Vec<(usize, String)> = Vec::new();
-    for (i, (whole, cost)) in wholes.iter().enumerate() {
-        let Some((whole, tokens)) = whole else { continue };
-        // The entry grows by at least the passage less what it holds now.
-        if used + tokens.saturating_sub(*cost) + HEADER_SLACK > budget {
-            continue;
+    let mut growing: Vec<bool> = taken.iter().map(|t| t.lines.grows).collect();
+    let mut undo: Vec<(usize, BTreeMap<usize, String>)> = Vec::new();
+    let longest = taken.iter().map(|t| t.lines.all.len()).max().unwrap_or(0);
+    for reach in 1..=longest {
+        for (i, t) in taken.iter_mut().enumerate() {
+            if !growing[i] {
+                continue;
+            }
+            let wider = t.lines.widened(reach);
+            if wider == t.lines.shown {
+                continue;
+            }
+            let before = std::mem::replace(&mut t.lines.shown, wider);
+            pack.entries[i].text = t.lines.text();
+            let cost = counter.count(&render_entry(&pack.entries[i])) + 1;
+            if used + cost.saturating_sub(t.cost) + HEADER_SLACK <= budget {
+                used += cost.saturating_sub(t.cost);
+                t.cost = cost;
+                undo.push((i, before));
+            } else {
+                // What does not fit a line wider fits no wider.
+                t.lines.shown = before;
+                pack.entries[i].text = t.lines.text();
+                growing[i] = false;
+            }
         }
-        let excerpt = std::mem::replace(&mut pack.entries[i].text, (*whole).to_owned());
-        let grown = (counter.count(&render_entry(&pack.entries[i])) + 1).saturating_sub(*cost);
-        if used + grown + HEADER_SLACK <= budget {
-            used += grown;
-            upgraded.push((i, excerpt));
-        } else {
-            pack.entries[i].text = excerpt;
+        if !growing.contains(&true) {
+            break;
         }
     }
     while counter.count(&pack.render()) + HEADER_SLACK > budget
-        && let Some((i, excerpt)) = upgraded.pop()
+        && let Some((i, before)) = undo.pop()
     {
-        pack.entries[i].text = excerpt;
+        taken[i].lines.shown = before;
+        pack.entries[i].text = taken[i].lines.text();
     }
 }
 
@@ -332,6 +457,7 @@ mod tests {
             path: vec![DocId::root()],
             excerpt: text.into(),
             text: text.into(),
+            after: String::new(),
             line: 1,
             scope,
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
@@ -348,7 +474,7 @@ mod tests {
         let mut long = hit("log", "Log", 1.0, None, &passage);
         long.excerpt = "the answer is 42".into();
         let roomy = assemble(std::slice::from_ref(&long), 400, &Words, None);
-        assert_eq!(roomy.entries[0].text, passage, "room for the whole passage");
+        assert_eq!(roomy.entries[0].text, passage.trim(), "room for the whole passage");
         assert!(roomy.used <= 400 && roomy.used > 200, "{}", roomy.used);
         let tight = assemble(&[long], 150, &Words, None);
         assert_eq!(tight.entries[0].text, "the answer is 42", "no room: the excerpt");

@@ -95,6 +95,7 @@ mod tests {
                 path: vec![],
                 excerpt: String::new(),
                 text: format!("{id} {bm25}"),
+                after: String::new(),
                 line: 1,
                 scope: None,
                 stamp: Stamp { len: 1, modified_ns: NOW - 400 * DAY_NS, tag: 0 },

@@ -21,6 +21,9 @@ pub struct Passage {
     pub text: String,
     /// 1-based line of the passage's first line in the body.
     pub line: usize,
+    /// The lines of its section that follow it, as context for its last
+    /// lines (not searched: they are the next passage's); `\n`-joined.
+    pub after: String,
 }
 
 impl Passage {
@@ -90,7 +93,7 @@ pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
             && h.is_none_or(|next| next.level <= level)
             && let Some(text) = label.last().filter(|t| !t.is_empty())
         {
-            out.push(Passage { heading_path: label.clone(), text: text.clone(), line });
+            out.push(Passage { heading_path: label.clone(), text: text.clone(), line, after: String::new() });
         }
         let Some(h) = h else { break };
         current = Some((h.level, line_index.line(h.start)));
@@ -104,6 +107,10 @@ pub fn passages(body: &str, max_words: usize) -> Vec<Passage> {
     out
 }
 
+/// Lines of the section after a window that a passage carries as its
+/// context: the answer a window's last line asks for is in the next window.
+const CONTEXT_AFTER: usize = 3;
+
 /// Cuts `body[start..end]`, which starts on line `first_line`, into
 /// passages of at most `max_words` words at line boundaries.
 fn push_windows(
@@ -115,44 +122,50 @@ fn push_windows(
     max_words: usize,
     out: &mut Vec<Passage>,
 ) {
-    let mut window = String::new();
-    let mut window_line = first_line;
-    let mut words = 0;
-    let mut last: Option<(usize, &str)> = None;
-    for (i, line) in line_ending::lines(&body[start..end]).enumerate() {
-        let line_words = line.split_whitespace().count();
-        if words > 0 && words + line_words > max_words {
-            flush(&mut window, label, window_line, out);
-            words = 0;
+    let lines: Vec<&str> = line_ending::lines(&body[start..end]).collect();
+    let words: Vec<usize> = lines.iter().map(|l| l.split_whitespace().count()).collect();
+    // Windows as ranges of `lines`.
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    let mut from = 0;
+    let mut count = 0;
+    for i in 0..lines.len() {
+        if count > 0 && count + words[i] > max_words {
+            windows.push((from, i));
+            from = i;
+            count = 0;
             // The next window starts with the line that ended this one, so
             // that a line and the one after it (a question and its answer)
             // are in one passage together, when the two fit in one window.
-            if let Some((at, text)) = last.filter(|(_, t)| !t.trim().is_empty())
-                && text.split_whitespace().count() + line_words <= max_words
-            {
-                window_line = first_line + at;
-                window.push_str(text);
-                words = text.split_whitespace().count();
+            let last = i - 1;
+            if !lines[last].trim().is_empty() && words[last] + words[i] <= max_words {
+                from = last;
+                count = words[last];
             }
         }
-        if window.is_empty() {
-            window_line = first_line + i;
+        count += words[i];
+    }
+    windows.push((from, lines.len()));
+    for (from, to) in windows {
+        let text = lines[from..to].concat();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            continue;
         }
-        window.push_str(line);
-        words += line_words;
-        last = Some((i, line));
+        let skipped = text.len() - text.trim_start().len();
+        let line = first_line + from + line_ending::count_breaks(&text[..skipped]);
+        let after: Vec<&str> = lines[to..]
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .take(CONTEXT_AFTER)
+            .collect();
+        out.push(Passage {
+            heading_path: label.to_vec(),
+            text: trimmed.to_owned(),
+            line,
+            after: after.join("\n"),
+        });
     }
-    flush(&mut window, label, window_line, out);
-}
-
-fn flush(window: &mut String, label: &[String], line: usize, out: &mut Vec<Passage>) {
-    let text = window.trim();
-    if !text.is_empty() {
-        let skipped = window.len() - window.trim_start().len();
-        let line = line + line_ending::count_breaks(&window[..skipped]);
-        out.push(Passage { heading_path: label.to_vec(), text: text.to_owned(), line });
-    }
-    window.clear();
 }
 
 #[cfg(test)]
@@ -226,6 +239,9 @@ mod tests {
         rejoined.dedup();
         assert_eq!(rejoined, lines);
         assert_eq!(got[1].line, 11);
+        // Each carries the two lines after it as context; the last none.
+        assert_eq!(got[0].after, "line 10 has five words\nline 11 has five words");
+        assert_eq!(got[10].after, "");
     }
 }
 

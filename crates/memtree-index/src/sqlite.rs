@@ -9,11 +9,12 @@
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
+use memtree_core::links::parse_links;
 use memtree_core::{
     DocId, DocumentSignals, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched,
     QueryTerm, SearchIndex, SearchRequest, Signals, Stamp, Usage,
@@ -23,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms};
 
-const SCHEMA_VERSION: &str = "5";
+const SCHEMA_VERSION: &str = "6";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.
@@ -39,7 +40,7 @@ CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, chi
     PRIMARY KEY(parent, ord));
 CREATE INDEX IF NOT EXISTS links_child ON links(child);
 CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL, heading_path TEXT NOT NULL,
-    text TEXT NOT NULL, line INTEGER NOT NULL);
+    text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
     content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
@@ -268,7 +269,7 @@ impl SearchIndex for SqliteIndex {
             )?;
             let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
             let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line) VALUES (?1, ?2, ?3, ?4)")?;
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after) VALUES (?1, ?2, ?3, ?4, ?5)")?;
             let mut words_stmt = tx.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let mut fts_stmt = tx.prepare_cached(
@@ -302,6 +303,7 @@ impl SearchIndex for SqliteIndex {
                         serde_json::to_string(&passage.heading_path).expect("strings serialise"),
                         passage.text,
                         passage.line as i64,
+                        passage.after,
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
@@ -453,8 +455,8 @@ impl SearchIndex for SqliteIndex {
         }))
     }
 
-    fn excerpt(&self, passage: &str, terms: &[QueryTerm]) -> String {
-        excerpt(passage, terms)
+    fn excerpt(&self, passage: &str, after: &str, terms: &[QueryTerm]) -> String {
+        excerpt(passage, after, terms)
     }
 
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
@@ -737,7 +739,7 @@ fn execute(
         conn.prepare_cached("SELECT rowid, rank FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
     let mut details = conn.prepare_cached(
         "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
-                d.confidence, d.status, d.expires, u.count
+                d.confidence, d.status, d.expires, u.count, p.after
          FROM passages p JOIN docs d ON d.id = p.doc LEFT JOIN usage u ON u.id = p.doc
          WHERE p.rowid = ?1",
     )?;
@@ -759,15 +761,28 @@ fn execute(
             Some((nearest, weight)) => fuse(&bm25, nearest, *weight),
             None => bm25.into_iter().map(|(rowid, score)| (rowid, score, Signals::BM25)).collect(),
         };
+        let wanted = |found: &Match| {
+            request.scope.is_none_or(|s| found.hit.scope == Some(s))
+                && subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()))
+        };
         let mut matches = Vec::new();
         for &(rowid, score, signals) in &candidates {
             let found = details.query_row([rowid], |r| matched(r, score, signals)).optional()?;
-            let Some(found) = found.flatten() else { continue };
-            let wanted_scope = request.scope.is_none_or(|s| found.hit.scope == Some(s));
-            let in_subtree = subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()));
-            if wanted_scope && in_subtree {
-                matches.push(found);
-            }
+            matches.extend(found.flatten().filter(|found| wanted(found)));
+        }
+        if let Some(plan) = plan {
+            let mut passages_of = conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
+            lift_described(&mut matches, &plan.terms, |id| {
+                let rowids: Vec<i64> = passages_of
+                    .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let mut found = Vec::new();
+                for rowid in rowids {
+                    let one = details.query_row([rowid], |r| matched(r, 0.0, Signals::BM25)).optional()?;
+                    found.extend(one.flatten().filter(|found| wanted(found)));
+                }
+                Ok(found)
+            })?;
         }
         if complete || matches.len() >= request.limit {
             return Ok(Matched {
@@ -778,6 +793,60 @@ fn execute(
         }
         batch *= 4;
     }
+}
+
+/// How much of a hub passage's score a child's passages gain from the hub's
+/// link line to it, when that line holds all the query's words.
+const ANCHOR_LIFT: f64 = 0.5;
+
+/// At most this many documents described by hubs' link lines, and this many
+/// passages of each, come in without matching the query's words themselves.
+const DESCRIBED_DOCUMENTS: usize = 8;
+const DESCRIBED_PASSAGES: usize = 16;
+
+/// Lifts the passages of documents that a matching passage links to with a
+/// line in the query's words (`- [[sessions/s25]]: Marcus's Brightwater
+/// interview`): a hub's line about a child says what the child is about, as
+/// anchor text does on the web, where the child's own lines may not use
+/// those words. Each passage of the child gains a share of the hub
+/// passage's score, in proportion to the query's weight the line holds and
+/// to the weight its own text holds; the passages of the best described
+/// documents that did not match at all are brought in (`passages_of`).
+fn lift_described(
+    matches: &mut Vec<Match>,
+    terms: &[QueryTerm],
+    mut passages_of: impl FnMut(&DocId) -> rusqlite::Result<Vec<Match>>,
+) -> rusqlite::Result<()> {
+    let mut described: HashMap<DocId, f64> = HashMap::new();
+    for m in matches.iter() {
+        for line in m.hit.text.lines().filter(|l| l.contains("[[")) {
+            let gain = m.hit.score * coverage(line, terms);
+            if gain > 0.0 {
+                for id in parse_links(line).ids {
+                    let best = described.entry(id).or_default();
+                    *best = best.max(gain);
+                }
+            }
+        }
+    }
+    if described.is_empty() {
+        return Ok(());
+    }
+    let matched: HashSet<DocId> = matches.iter().map(|m| m.hit.id.clone()).collect();
+    let mut unmatched: Vec<(&DocId, f64)> =
+        described.iter().filter(|(id, _)| !matched.contains(*id)).map(|(id, gain)| (id, *gain)).collect();
+    unmatched.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    for (id, _) in unmatched.into_iter().take(DESCRIBED_DOCUMENTS) {
+        matches.extend(passages_of(id)?);
+    }
+    for m in matches.iter_mut() {
+        if let Some(gain) = described.get(&m.hit.id) {
+            let own = 0.5 + 0.5 * coverage(&m.hit.text, terms);
+            m.hit.score += ANCHOR_LIFT * gain * own;
+        }
+    }
+    matches.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
+    Ok(())
 }
 
 /// How much more a passage weighs that holds two of the query's words
@@ -865,6 +934,7 @@ fn matched(r: &rusqlite::Row<'_>, score: f64, signals: Signals) -> rusqlite::Res
             path: Vec::new(),
             excerpt: String::new(),
             text,
+            after: r.get(13)?,
             line: r.get::<_, i64>(3)? as usize,
             scope: scope_from(r.get(7)?),
             stamp: Stamp {

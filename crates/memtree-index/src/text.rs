@@ -209,7 +209,34 @@ pub fn coverage(text: &str, terms: &[QueryTerm]) -> f64 {
 }
 
 /// Most lines an excerpt shows.
-const EXCERPT_LINES: usize = 3;
+const EXCERPT_LINES: usize = 4;
+/// Most lines of context after the best line.
+const CONTEXT_LINES: usize = 3;
+/// A line of at least this many words says something of its own.
+const SUBSTANTIAL_WORDS: usize = 6;
+
+/// Whether a line leads on to the next rather than saying something of its
+/// own: a question (`Oh! When is it?`), a lead-in (`Steps:`), a few words
+/// past its label (`- [S3:7] Lena: That sounds terrifying.`).
+fn leads_on(line: &str) -> bool {
+    line.ends_with(['?', ':']) || words(unlabelled(line)).count() < SUBSTANTIAL_WORDS
+}
+
+/// Most words of a line's label: `- [12:04] Priya:`, `**Tom**:`, `Q:`.
+const LABEL_WORDS: usize = 4;
+
+/// A line without its label: what comes after a colon that closes its first
+/// few words (a speaker's name, a time, a turn's number), or the line.
+fn unlabelled(line: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = line[from..].find(": ").map(|at| from + at) {
+        if words(&line[..at]).count() > LABEL_WORDS {
+            break;
+        }
+        from = at + 2;
+    }
+    &line[from..]
+}
 /// A line longer than this (in bytes) is shown as its start and the
 /// sentence that best matches.
 const LONG_LINE: usize = 320;
@@ -223,14 +250,20 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 
 /// The lines of `text` that say most about the query, in their order, the
 /// matches marked `**…**`. The first is the line whose words weigh most (a
-/// rare word outweighs one on every line); the next adds the most weight
-/// of the query words not shown yet; each comes with the line after it (an
-/// answer after its question, a list after its lead-in). Lines are whole;
-/// a long one keeps its start. The first lines when no line holds a term.
-pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+/// rare word outweighs one on every line), with the lines after it up to
+/// one that does not [lead on](leads_on) (an answer after its question, a
+/// list after its lead-in), taken from `after` (the lines that follow the
+/// passage) past its end; the next adds the most weight of the query words
+/// not shown yet. Lines are whole; a long one keeps its start. The first
+/// lines when no line holds a term.
+pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
+    let non_blank = |text: &str| -> Vec<String> {
+        text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    };
+    let own = non_blank(text).len();
+    let lines: Vec<String> = non_blank(text).into_iter().chain(non_blank(after)).collect();
     let matcher = Matcher::new(terms);
-    let sequences: Vec<Vec<Option<usize>>> = lines.iter().map(|l| matcher.sequence(l)).collect();
+    let sequences: Vec<Vec<Option<usize>>> = lines[..own].iter().map(|l| matcher.sequence(l)).collect();
     let weights: Vec<f64> = sequences.iter().map(|seq| matcher.weight(seq)).collect();
     let matched: Vec<Vec<usize>> = sequences
         .iter()
@@ -249,7 +282,7 @@ pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
             // The first line is chosen by its whole weight, phrases included.
             if chosen.is_empty() { weights[i] } else { new }
         };
-        let Some(best) = (0..lines.len())
+        let Some(best) = (0..own)
             .filter(|i| !chosen.contains(i))
             .map(|i| (i, gain(i)))
             .filter(|&(_, g)| g > 0.0)
@@ -263,15 +296,21 @@ pub fn excerpt(text: &str, terms: &[QueryTerm]) -> String {
         }
         let first = chosen.is_empty();
         chosen.push(best);
-        if first && best + 1 < lines.len() {
-            chosen.push(best + 1);
+        if first {
+            for next in (best + 1..lines.len()).take(CONTEXT_LINES) {
+                chosen.push(next);
+                if !leads_on(&lines[next]) {
+                    break;
+                }
+            }
         }
     }
     if chosen.is_empty() {
-        chosen = (0..lines.len().min(2)).collect();
+        chosen = (0..own.min(2)).collect();
     }
     chosen.sort_unstable();
-    chosen.iter().map(|&i| mark(&shorten(lines[i], &matcher), &matcher)).collect::<Vec<_>>().join("\n")
+    chosen.dedup();
+    chosen.iter().map(|&i| mark(&shorten(&lines[i], &matcher), &matcher)).collect::<Vec<_>>().join("\n")
 }
 
 /// A line as an excerpt shows it: whole up to [`LONG_LINE`] bytes; longer,
@@ -426,15 +465,19 @@ mod tests {
     #[test]
     fn excerpts_mark_matching_lines() {
         let text = "# Setup\nInstall the tools.\nRun the tests with pytest -q.\nDone.\nTesting notes.";
-        // The first match and the line after it; a second line only for
-        // query words not shown yet.
-        assert_eq!(excerpt(text, &terms(&[("testing", 1.0)])), "Run the **tests** with pytest -q.\nDone.");
+        // The first match and the lines after it up to one of some words
+        // (here the text ends first); a second line only for query words
+        // not shown yet.
         assert_eq!(
-            excerpt(text, &terms(&[("tools", 1.0), ("notes", 1.0)])),
+            excerpt(text, "", &terms(&[("testing", 1.0)])),
+            "Run the **tests** with pytest -q.\nDone.\n**Testing** notes."
+        );
+        assert_eq!(
+            excerpt(text, "", &terms(&[("tools", 1.0), ("notes", 1.0)])),
             "Install the **tools**.\nRun the tests with pytest -q.\nTesting **notes**."
         );
-        assert_eq!(excerpt("a\nb\nc", &terms(&[("zzz", 1.0)])), "a\nb");
-        assert_eq!(excerpt("会議のメモ帳です", &terms(&[("メモ", 1.0)])), "**会議のメモ帳です**");
+        assert_eq!(excerpt("a\nb\nc", "", &terms(&[("zzz", 1.0)])), "a\nb");
+        assert_eq!(excerpt("会議のメモ帳です", "", &terms(&[("メモ", 1.0)])), "**会議のメモ帳です**");
     }
 
     fn terms(weighted: &[(&str, f64)]) -> Vec<QueryTerm> {
@@ -451,7 +494,7 @@ mod tests {
                    - [S3:4] Melanie: That sounds great.\n\
                    - [S3:5] Caroline: Also painted a bit.";
         let query = terms(&[("caroline", 0.2), ("lgbtq", 4.0), ("support", 2.5), ("group", 2.0)]);
-        let shown = excerpt(log, &query);
+        let shown = excerpt(log, "", &query);
         assert!(shown.contains("**LGBTQ** **support** **group** yesterday"), "{shown}");
         assert!(shown.contains("That sounds great."), "the line after the best one is its context: {shown}");
         assert!(!shown.contains("Good to see you"), "{shown}");
@@ -464,8 +507,23 @@ mod tests {
         let matcher = Matcher::new(&query);
         let weigh = |text: &str| matcher.weight(&matcher.sequence(text));
         assert!(weigh("the support group meets") > weigh("the support desk; a new group"));
-        let shown = excerpt(text, &query);
+        let shown = excerpt(text, "", &query);
         assert!(shown.ends_with("the **support** **group** meets on Mondays"), "{shown}");
+    }
+
+    /// The answer to the passage's last line is in the next passage: the
+    /// lines after the passage carry it, past a short lead-in.
+    #[test]
+    fn context_runs_past_the_passage_to_the_line_that_answers() {
+        let log = "- [S15:10] Priya: How's the cello?\n- [S15:11] Lena: Nervous. I got the exam date through.";
+        let after = "- [S15:12] Priya: Oh! When is it?\n\
+                     - [S15:13] Lena: Saturday the 15th of June, at 11:40, at the music school.";
+        let shown = excerpt(log, after, &terms(&[("lena", 0.2), ("cello", 2.0), ("exam", 3.0)]));
+        assert!(shown.ends_with("Oh! When is it?\n- [S15:13] **Lena**: Saturday the 15th of June, at 11:40, at the music school."), "{shown}");
+        // A line that says something of its own ends the context.
+        let after = "- [S15:12] Priya: Oh no, that is sooner than you expected then.\n- [S15:13] Lena: Saturday.";
+        let shown = excerpt(log, after, &terms(&[("exam", 3.0)]));
+        assert!(shown.ends_with("sooner than you expected then."), "{shown}");
     }
 
     /// A long line keeps its start (who speaks) and shows its best sentence
@@ -476,7 +534,7 @@ mod tests {
             "We talked about the weather and the traffic for a while, and then about lunch. ".repeat(4);
         let line =
             format!("- [D10:20] Melanie: {filler}By the way, the pottery class starts on 12 May. See you!");
-        let shown = excerpt(&line, &terms(&[("pottery", 3.0), ("class", 2.0)]));
+        let shown = excerpt(&line, "", &terms(&[("pottery", 3.0), ("class", 2.0)]));
         assert!(shown.starts_with("- [D10:20] Melanie: We talked about"), "{shown}");
         assert!(shown.contains("… By the way, the **pottery** **class** starts on 12 May. …"), "{shown}");
         assert!(shown.len() < line.len(), "{shown}");

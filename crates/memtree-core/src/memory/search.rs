@@ -84,7 +84,7 @@ impl Memory {
                 paths.insert(hit.id.clone(), index.path(&hit.id)?);
             }
             hit.path = paths[&hit.id].clone();
-            hit.excerpt = index.excerpt(&hit.text, &terms);
+            hit.excerpt = index.excerpt(&hit.text, &hit.after, &terms);
         }
         Ok(hits)
     }
