@@ -2,6 +2,7 @@
 //! under a hard token budget, grouped by scope, near-duplicates removed, each
 //! cited `[id#heading]` so the agent can read the source.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
@@ -240,7 +241,10 @@ impl<'h> Lines<'h> {
             let unmarked = line.replace("**", "");
             // A long line is shown as its start and its best sentence.
             let start = unmarked.split(" … ").next().unwrap_or_default();
-            let at = all.iter().find(|(_, l)| l.starts_with(start)).or_else(|| all.iter().find(|(_, l)| l.contains(start)));
+            let at = all
+                .iter()
+                .find(|(_, l)| l.starts_with(start))
+                .or_else(|| all.iter().find(|(_, l)| l.contains(start)));
             if let Some((&n, _)) = at {
                 shown.insert(n, unmarked);
             }
@@ -265,7 +269,8 @@ impl<'h> Lines<'h> {
     /// Takes in `other`'s lines (a line it has already, by its text, once);
     /// whether that shows a line more.
     fn join(&mut self, other: &Lines<'h>) -> bool {
-        let number_of = |all: &BTreeMap<usize, &str>, text: &str| all.iter().find(|(_, l)| **l == text).map(|(n, _)| *n);
+        let number_of =
+            |all: &BTreeMap<usize, &str>, text: &str| all.iter().find(|(_, l)| **l == text).map(|(n, _)| *n);
         for (&n, &line) in &other.all {
             if number_of(&self.all, line).is_none() {
                 self.all.entry(n).or_insert(line);
@@ -274,8 +279,8 @@ impl<'h> Lines<'h> {
         let mut more = false;
         for (n, line) in &other.shown {
             let at = number_of(&self.all, other.all[n]).unwrap_or(*n);
-            if !self.shown.contains_key(&at) {
-                self.shown.insert(at, line.clone());
+            if let Entry::Vacant(vacant) = self.shown.entry(at) {
+                vacant.insert(line.clone());
                 more = true;
             }
         }

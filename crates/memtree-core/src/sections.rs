@@ -153,12 +153,8 @@ fn push_windows(
         }
         let skipped = text.len() - text.trim_start().len();
         let line = first_line + from + line_ending::count_breaks(&text[..skipped]);
-        let after: Vec<&str> = lines[to..]
-            .iter()
-            .map(|l| l.trim())
-            .filter(|l| !l.is_empty())
-            .take(CONTEXT_AFTER)
-            .collect();
+        let after: Vec<&str> =
+            lines[to..].iter().map(|l| l.trim()).filter(|l| !l.is_empty()).take(CONTEXT_AFTER).collect();
         out.push(Passage {
             heading_path: label.to_vec(),
             text: trimmed.to_owned(),
@@ -239,8 +235,8 @@ mod tests {
         rejoined.dedup();
         assert_eq!(rejoined, lines);
         assert_eq!(got[1].line, 11);
-        // Each carries the two lines after it as context; the last none.
-        assert_eq!(got[0].after, "line 10 has five words\nline 11 has five words");
+        // Each carries the three lines after it as context; the last none.
+        assert_eq!(got[0].after, "line 10 has five words\nline 11 has five words\nline 12 has five words");
         assert_eq!(got[10].after, "");
     }
 }

@@ -22,7 +22,7 @@ use memtree_core::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
-use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms};
+use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms, window_coverage};
 
 const SCHEMA_VERSION: &str = "6";
 
@@ -771,7 +771,12 @@ fn execute(
             matches.extend(found.flatten().filter(|found| wanted(found)));
         }
         if let Some(plan) = plan {
-            let mut passages_of = conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
+            for m in &mut matches {
+                m.hit.score *=
+                    1.0 - PROXIMITY + PROXIMITY * window_coverage(&m.hit.text, &plan.terms, PROXIMITY_WORDS);
+            }
+            let mut passages_of =
+                conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
             lift_described(&mut matches, &plan.terms, |id| {
                 let rowids: Vec<i64> = passages_of
                     .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
@@ -794,6 +799,11 @@ fn execute(
         batch *= 4;
     }
 }
+
+/// How much of a passage's score depends on holding the query's words
+/// close together, within [`PROXIMITY_WORDS`] words.
+const PROXIMITY: f64 = 0.5;
+const PROXIMITY_WORDS: usize = 40;
 
 /// How much of a hub passage's score a child's passages gain from the hub's
 /// link line to it, when that line holds all the query's words.

@@ -208,6 +208,39 @@ pub fn coverage(text: &str, terms: &[QueryTerm]) -> f64 {
     terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>() / total
 }
 
+/// The largest share of `terms`' weight that `window` neighbouring words of
+/// `text` hold together (0 without any weight): whether a passage says the
+/// query's words in one place or scatters them.
+pub fn window_coverage(text: &str, terms: &[QueryTerm], window: usize) -> f64 {
+    let total: f64 = terms.iter().map(|t| t.weight).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let sequence = Matcher::new(terms).sequence(text);
+    // Each term's count inside the window, which slides one word at a time.
+    let mut inside = vec![0usize; terms.len()];
+    let mut weight = 0.0;
+    let mut best: f64 = 0.0;
+    for (i, term) in sequence.iter().enumerate() {
+        if let Some(t) = *term {
+            inside[t] += 1;
+            if inside[t] == 1 {
+                weight += terms[t].weight;
+            }
+        }
+        if i >= window
+            && let Some(t) = sequence[i - window]
+        {
+            inside[t] -= 1;
+            if inside[t] == 0 {
+                weight -= terms[t].weight;
+            }
+        }
+        best = best.max(weight);
+    }
+    best / total
+}
+
 /// Most lines an excerpt shows.
 const EXCERPT_LINES: usize = 4;
 /// Most lines of context after the best line.
@@ -515,13 +548,15 @@ mod tests {
     /// lines after the passage carry it, past a short lead-in.
     #[test]
     fn context_runs_past_the_passage_to_the_line_that_answers() {
-        let log = "- [S15:10] Priya: How's the cello?\n- [S15:11] Lena: Nervous. I got the exam date through.";
+        let log =
+            "- [S15:10] Priya: How's the cello?\n- [S15:11] Lena: Nervous. I got the exam date through.";
         let after = "- [S15:12] Priya: Oh! When is it?\n\
                      - [S15:13] Lena: Saturday the 15th of June, at 11:40, at the music school.";
         let shown = excerpt(log, after, &terms(&[("lena", 0.2), ("cello", 2.0), ("exam", 3.0)]));
         assert!(shown.ends_with("Oh! When is it?\n- [S15:13] **Lena**: Saturday the 15th of June, at 11:40, at the music school."), "{shown}");
         // A line that says something of its own ends the context.
-        let after = "- [S15:12] Priya: Oh no, that is sooner than you expected then.\n- [S15:13] Lena: Saturday.";
+        let after =
+            "- [S15:12] Priya: Oh no, that is sooner than you expected then.\n- [S15:13] Lena: Saturday.";
         let shown = excerpt(log, after, &terms(&[("exam", 3.0)]));
         assert!(shown.ends_with("sooner than you expected then."), "{shown}");
     }
