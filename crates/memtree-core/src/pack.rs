@@ -486,6 +486,51 @@ mod tests {
         assert!(tight.used <= 150);
     }
 
+    /// A chat log of `n` numbered turns, one per line, from line `from`.
+    fn turns(from: usize, n: usize) -> String {
+        (from..from + n)
+            .map(|i| format!("- [T{i}] Ann: turn {i} says something of its own"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Two overlapping passages of one section enter as one entry: one
+    /// citation, each line once.
+    #[test]
+    fn neighbouring_passages_of_a_document_join_into_one_entry() {
+        let mut first = hit("log", "Log", 2.0, None, &turns(1, 40));
+        first.excerpt = "- [T39] Ann: turn 39 says something of its own".into();
+        let mut second = hit("log", "Log", 1.5, None, &turns(39, 40));
+        second.line = 39;
+        second.excerpt =
+            "- [T39] Ann: turn 39 says something of its own\n- [T41] Ann: turn 41 says something of its own"
+                .into();
+        let pack = assemble(&[first, second], 80, &Words, None);
+        assert_eq!(pack.entries.len(), 1, "{}", pack.render());
+        let text = &pack.entries[0].text;
+        assert_eq!(text.matches("[T39]").count(), 1, "{text}");
+        assert!(text.contains("[T41]"), "{text}");
+        assert!(pack.used <= 80);
+    }
+
+    /// Budget left over widens every excerpt a line on each side at a time,
+    /// best entry first, rather than showing one passage whole.
+    #[test]
+    fn budget_left_over_widens_every_excerpt_around_its_lines() {
+        let mut a = hit("a", "A", 2.0, None, &turns(1, 40));
+        a.excerpt = "- [T20] Ann: turn 20 says something of its own".into();
+        let mut b = hit("b", "B", 1.0, None, &turns(1, 40).replace("Ann", "Bob"));
+        b.excerpt = "- [T10] Bob: turn 10 says something of its own".into();
+        let pack = assemble(&[a, b], 130, &Words, None);
+        let [first, second] = &pack.entries[..] else { panic!("{}", pack.render()) };
+        for (entry, line) in [(first, 20), (second, 10)] {
+            assert!(entry.text.contains(&format!("[T{}]", line - 1)), "{}", entry.text);
+            assert!(entry.text.contains(&format!("[T{}]", line + 1)), "{}", entry.text);
+            assert!(!entry.text.contains("[T1]"), "not the whole passage: {}", entry.text);
+        }
+        assert!(pack.used <= 130 && pack.used > 100, "{}", pack.used);
+    }
+
     /// A hub's list of children points at the evidence: it enters as its
     /// matching lines, however much budget is left.
     #[test]

@@ -806,8 +806,9 @@ const PROXIMITY: f64 = 0.5;
 const PROXIMITY_WORDS: usize = 40;
 
 /// How much of a hub passage's score a child's passages gain from the hub's
-/// link line to it, when that line holds all the query's words.
-const ANCHOR_LIFT: f64 = 0.5;
+/// link line to it, when that line holds all the query's words: as much as
+/// if they held the line themselves.
+const ANCHOR_LIFT: f64 = 1.0;
 
 /// At most this many documents described by hubs' link lines, and this many
 /// passages of each, come in without matching the query's words themselves.
@@ -818,10 +819,11 @@ const DESCRIBED_PASSAGES: usize = 16;
 /// line in the query's words (`- [[sessions/s25]]: Marcus's Brightwater
 /// interview`): a hub's line about a child says what the child is about, as
 /// anchor text does on the web, where the child's own lines may not use
-/// those words. Each passage of the child gains a share of the hub
-/// passage's score, in proportion to the query's weight the line holds and
-/// to the weight its own text holds; the passages of the best described
-/// documents that did not match at all are brought in (`passages_of`).
+/// those words. Each passage of the child gains the hub passage's score
+/// times the share of the query's weight the line holds (a tenth of it
+/// going by the share its own text holds, to order the child's passages);
+/// the passages of the best described documents that did not match at all
+/// are brought in (`passages_of`).
 fn lift_described(
     matches: &mut Vec<Match>,
     terms: &[QueryTerm],
@@ -851,7 +853,7 @@ fn lift_described(
     }
     for m in matches.iter_mut() {
         if let Some(gain) = described.get(&m.hit.id) {
-            let own = 0.5 + 0.5 * coverage(&m.hit.text, terms);
+            let own = 0.9 + 0.1 * coverage(&m.hit.text, terms);
             m.hit.score += ANCHOR_LIFT * gain * own;
         }
     }

@@ -450,6 +450,20 @@ mod tests {
     }
 
     #[test]
+    fn window_coverage_is_the_weight_held_close_together() {
+        let terms = [
+            QueryTerm { word: "cello".into(), weight: 3.0 },
+            QueryTerm { word: "exam".into(), weight: 1.0 },
+        ];
+        let apart = format!("cello {} exam", "word ".repeat(50));
+        assert_eq!(window_coverage(&apart, &terms, 40), 0.75, "the heavier word alone");
+        assert_eq!(window_coverage(&apart, &terms, 60), 1.0);
+        assert_eq!(window_coverage("the cello exam", &terms, 40), 1.0);
+        assert_eq!(window_coverage("nothing", &terms, 40), 0.0);
+        assert_eq!(window_coverage("cello", &[], 40), 0.0);
+    }
+
+    #[test]
     fn queries_are_plain_words() {
         assert_eq!(query_terms("What port does the staging DB use?"), ["port", "staging", "db"]);
         assert_eq!(

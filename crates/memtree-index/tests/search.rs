@@ -455,7 +455,7 @@ fn words_side_by_side_rank_above_the_same_words_apart() {
     let memory = open(dir.path());
     let root: String = (0..30).map(|i| format!("- [[n{i}]]\n")).collect();
     memory.update_document(&id("root"), &format!("# Memory\n{root}"), None).unwrap();
-    for i in 0..30 {
+    for i in 0..60 {
         let text = if i == 17 {
             format!(
                 "# Note {i}\nWe moved the deploy to the release train of Thursday, with the review before it and the build notes.\n"
@@ -467,4 +467,70 @@ fn words_side_by_side_rank_above_the_same_words_apart() {
     }
     let hits = memory.search("release train", 5, None, None).unwrap();
     assert_eq!(hits[0].id, id("n17"), "{:?}", hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>());
+}
+
+/// A hub's line about a child says what the child is about, where the
+/// child's own lines do not use those words: the child is found, and its
+/// excerpt shows the lines that answer.
+#[test]
+fn a_hubs_line_about_a_child_finds_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let mut root = String::from("# Sessions\n");
+    for i in 0..60 {
+        let about = if i == 7 { "Marcus runs his half marathon" } else { "coffee and small talk" };
+        root.push_str(&format!("- [[s{i}]]: {about}\n"));
+    }
+    memory.update_document(&id("root"), &root, None).unwrap();
+    for i in 0..60 {
+        // Sessions that say one of the query's words in passing compete
+        // with the one the question is about, which says none of them.
+        let small_talk: String =
+            (0..10).map(|k| format!("- Tom: Line {k} of small talk about the weather.\n")).collect();
+        let text = match i {
+            7 => format!(
+                "# Session 7\n- Lena: The champion is here!\n- Tom: How was it?\n- Lena: What was your result?\n\
+                 - Marcus: One hour, fifty-two minutes.\n{small_talk}"
+            ),
+            1..=5 => format!(
+                "# Session {i}\n- Marcus: Coffee?\n- Tom: I watched the marathon on TV.\n{small_talk}"
+            ),
+            _ => format!("# Session {i}\n- Marcus: Coffee?\n- Tom: Yes please.\n{small_talk}"),
+        };
+        memory.update_document(&id(&format!("s{i}")), &text, None).unwrap();
+    }
+    let hits = memory.search("What was Marcus's half marathon time?", 5, None, None).unwrap();
+    let s7 = hits.iter().find(|h| h.id == id("s7"));
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    let s7 = s7.unwrap_or_else(|| panic!("s7 is found through root's line: {ids:?}"));
+    assert!(s7.excerpt.contains("One hour, fifty-two minutes."), "{}", s7.excerpt);
+    assert!(ids.iter().position(|i| *i == "s7") < Some(3), "{ids:?}");
+}
+
+/// Of two passages holding the same words once each, the one that says
+/// them close together ranks first.
+#[test]
+fn words_close_together_rank_above_words_far_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let others: String = (0..20).map(|i| format!("- [[other{i}]]\n")).collect();
+    memory.update_document(&id("root"), &format!("# Memory\n- [[near]]\n- [[far]]\n{others}"), None).unwrap();
+    for i in 0..20 {
+        memory
+            .update_document(&id(&format!("other{i}")), &format!("# Other {i}\nNothing of note.\n"), None)
+            .unwrap();
+    }
+    // BM25 alone prefers the shorter passage, which scatters the words;
+    // neither says them side by side (the phrase signal's case).
+    let filler = "We talked about the weather, the traffic and lunch for a long while. ".repeat(6);
+    memory.update_document(&id("far"), &format!("# Far\nThe cello. {filler}The exam.\n"), None).unwrap();
+    memory
+        .update_document(
+            &id("near"),
+            &format!("# Near\n{filler}The cello teacher has booked my June exam.\n"),
+            None,
+        )
+        .unwrap();
+    let hits = memory.search("cello exam", 5, None, None).unwrap();
+    assert_eq!(hits[0].id, id("near"), "{:?}", hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>());
 }
