@@ -142,17 +142,27 @@ struct Matcher<'a> {
     terms: &'a [QueryTerm],
     /// Each term's stem, or `None` for a CJK bigram (found inside words).
     stems: Vec<Option<String>>,
+    /// The first letters of the stems, when no term is a CJK bigram: a word
+    /// starting with another letter matches none, and is not stemmed.
+    initials: Option<Vec<char>>,
 }
 
 impl<'a> Matcher<'a> {
     fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
-        let stems =
+        let stems: Vec<Option<String>> =
             terms.iter().map(|t| (!t.word.chars().any(is_cjk)).then(|| light_stem(&t.word))).collect();
-        Matcher { terms, stems }
+        let initials = stems.iter().map(|s| s.as_ref().and_then(|s| s.chars().next())).collect();
+        Matcher { terms, stems, initials }
     }
 
     /// The first term `word` matches.
     fn term_of(&self, word: &str) -> Option<usize> {
+        if let Some(initials) = &self.initials {
+            let first = word.chars().next()?.to_lowercase().next()?;
+            if !initials.contains(&first) {
+                return None;
+            }
+        }
         let mut stem: Option<String> = None;
         self.terms.iter().zip(&self.stems).position(|(term, t)| match t {
             None => word.contains(term.word.as_str()),
