@@ -130,6 +130,10 @@ pub struct Hit {
     /// first), as context for its last lines: an answer after its question.
     #[serde(skip)]
     pub after: String,
+    /// The lines of the passage nearest the query in meaning, when dense
+    /// retrieval alone found it: what its excerpt shows.
+    #[serde(skip)]
+    pub focus: Option<String>,
     pub line: usize,
     #[serde(skip)]
     pub scope: Option<Scope>,

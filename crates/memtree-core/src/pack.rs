@@ -463,6 +463,7 @@ mod tests {
             excerpt: text.into(),
             text: text.into(),
             after: String::new(),
+            focus: None,
             line: 1,
             scope,
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },

@@ -96,6 +96,7 @@ mod tests {
                 excerpt: String::new(),
                 text: format!("{id} {bm25}"),
                 after: String::new(),
+                focus: None,
                 line: 1,
                 scope: None,
                 stamp: Stamp { len: 1, modified_ns: NOW - 400 * DAY_NS, tag: 0 },

@@ -88,7 +88,7 @@ pub struct VectorCache {
     /// The last row of the vectors table read.
     last_row: i64,
     /// Each chunk's passage and key.
-    chunks: Vec<(i64, i64)>,
+    chunks: Vec<(i64, usize, i64)>,
     /// What the chunk list was read at (the index's change counters).
     chunks_at: Option<(i64, u64)>,
 }
@@ -111,22 +111,27 @@ impl VectorCache {
         self.chunks_at == Some(at)
     }
 
-    pub fn set_chunks(&mut self, chunks: Vec<(i64, i64)>, at: (i64, u64)) {
+    pub fn set_chunks(&mut self, chunks: Vec<(i64, usize, i64)>, at: (i64, u64)) {
         self.chunks = chunks;
         self.chunks_at = Some(at);
     }
 
     /// The `k` passages nearest `query` (cosine of their best chunk), best
-    /// first; passages with no vector yet are not among them.
-    pub fn nearest(&self, query: &[f32], k: usize) -> Vec<(i64, f32)> {
-        let mut best: HashMap<i64, f32> = HashMap::new();
-        for (passage, key) in &self.chunks {
+    /// first, each with its best chunk's place in it; passages with no
+    /// vector yet are not among them.
+    pub fn nearest(&self, query: &[f32], k: usize) -> Vec<(i64, f32, usize)> {
+        let mut best: HashMap<i64, (f32, usize)> = HashMap::new();
+        for (passage, ord, key) in &self.chunks {
             if let Some(vector) = self.vectors.get(key) {
                 let score = dot(query, vector);
-                best.entry(*passage).and_modify(|s| *s = s.max(score)).or_insert(score);
+                let entry = best.entry(*passage).or_insert((score, *ord));
+                if score > entry.0 {
+                    *entry = (score, *ord);
+                }
             }
         }
-        let mut ranked: Vec<(i64, f32)> = best.into_iter().collect();
+        let mut ranked: Vec<(i64, f32, usize)> =
+            best.into_iter().map(|(passage, (score, ord))| (passage, score, ord)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
         ranked
@@ -157,7 +162,7 @@ pub fn dense_weight(coverage: f64) -> f64 {
 /// `weight` by how far it clears it, relative to the best dense candidate.
 /// The fused score is on BM25's scale, so later ranking signals weigh the
 /// same either way.
-pub fn fuse(bm25: &[(i64, f64)], dense: &[(i64, f32)], weight: f64) -> Vec<(i64, f64, Signals)> {
+pub fn fuse(bm25: &[(i64, f64)], dense: &[(i64, f32, usize)], weight: f64) -> Vec<(i64, f64, Signals)> {
     let top_bm25 = bm25.first().map_or(0.0, |c| c.1).max(f64::MIN_POSITIVE);
     let top_dense = dense.first().map_or(0.0, |c| c.1);
     let mut fused: HashMap<i64, (f64, Signals)> = HashMap::new();
@@ -165,7 +170,7 @@ pub fn fuse(bm25: &[(i64, f64)], dense: &[(i64, f32)], weight: f64) -> Vec<(i64,
         fused.insert(passage, (score / top_bm25, Signals::BM25));
     }
     if top_dense > DENSE_FLOOR && weight > 0.0 {
-        for &(passage, cosine) in dense.iter().filter(|c| c.1 > DENSE_FLOOR) {
+        for &(passage, cosine, _) in dense.iter().filter(|c| c.1 > DENSE_FLOOR) {
             let lift = weight * f64::from((cosine - DENSE_FLOOR) / (top_dense - DENSE_FLOOR));
             let entry = fused.entry(passage).or_default();
             entry.0 += lift;
@@ -211,9 +216,9 @@ mod tests {
         ]);
         assert_eq!(cache.last_row(), 3);
         // Passage 7 has chunks 10 and 11, passage 8 chunk 12, passage 9 no vector yet.
-        cache.set_chunks(vec![(7, 10), (7, 11), (8, 12), (9, 13)], (1, 1));
+        cache.set_chunks(vec![(7, 0, 10), (7, 1, 11), (8, 0, 12), (9, 0, 13)], (1, 1));
         assert!(cache.chunks_current((1, 1)) && !cache.chunks_current((1, 2)));
-        assert_eq!(cache.nearest(&[0.0, 1.0], 5), [(7, 1.0), (8, 0.8)]);
+        assert_eq!(cache.nearest(&[0.0, 1.0], 5), [(7, 1.0, 1), (8, 0.8, 0)], "7 by its second chunk");
         let best = cache.nearest(&[0.8, 0.6], 1);
         assert_eq!((best.len(), best[0].0), (1, 8));
         assert!((best[0].1 - 0.96).abs() < 1e-6, "{best:?}");
@@ -223,7 +228,7 @@ mod tests {
     fn fusion_keeps_a_sure_bm25_order_and_brings_in_what_only_dense_found() {
         let bm25 = [(1, 10.0), (2, 4.0)];
         // Passage 3 only dense found; 2 both; 4 is under the floor.
-        let dense = [(3, 0.7), (2, 0.5), (4, 0.1)];
+        let dense = [(3, 0.7, 0), (2, 0.5, 0), (4, 0.1, 0)];
         let fused = fuse(&bm25, &dense, 0.5);
         let order: Vec<i64> = fused.iter().map(|f| f.0).collect();
         assert_eq!(order, [1, 2, 3]);
@@ -238,7 +243,7 @@ mod tests {
         let only = fuse(&[], &dense, 0.5);
         assert_eq!(only.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 2]);
         // Nothing dense clears the floor, or no weight: BM25 as it was.
-        for (dense, weight) in [(&[(5, 0.2)][..], 0.5), (&dense[..], 0.0)] {
+        for (dense, weight) in [(&[(5, 0.2, 0)][..], 0.5), (&dense[..], 0.0)] {
             let same = fuse(&bm25, dense, weight);
             assert_eq!(same.iter().map(|f| (f.0, f.1)).collect::<Vec<_>>(), [(1, 10.0), (2, 4.0)]);
         }

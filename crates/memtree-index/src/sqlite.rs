@@ -603,8 +603,10 @@ fn refresh_vectors(conn: &Connection, model: &str, cache: &mut VectorCache) -> r
     let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
     let at = (version, conn.total_changes());
     if !cache.chunks_current(at) {
-        let mut all = conn.prepare_cached("SELECT passage, key FROM chunks")?;
-        let chunks = all.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        let mut all = conn.prepare_cached("SELECT passage, ord, key FROM chunks")?;
+        let chunks = all
+            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
         cache.set_chunks(chunks, at);
     }
     Ok(())
@@ -765,10 +767,21 @@ fn execute(
             request.scope.is_none_or(|s| found.hit.scope == Some(s))
                 && subtree.as_ref().is_none_or(|s| s.contains(found.hit.id.as_str()))
         };
+        // Where dense alone found a passage, its chunk nearest the query is
+        // what an excerpt shows: no line of it holds a query word to go by.
+        let nearest_chunk: HashMap<i64, usize> =
+            nearest.iter().flat_map(|(n, _)| n.iter().map(|&(passage, _, ord)| (passage, ord))).collect();
         let mut matches = Vec::new();
         for &(rowid, score, signals) in &candidates {
             let found = details.query_row([rowid], |r| matched(r, score, signals)).optional()?;
-            matches.extend(found.flatten().filter(|found| wanted(found)));
+            if let Some(mut found) = found.flatten().filter(|found| wanted(found)) {
+                if !signals.bm25 {
+                    found.hit.focus = nearest_chunk
+                        .get(&rowid)
+                        .and_then(|&ord| chunks(&[], &found.hit.text).into_iter().nth(ord));
+                }
+                matches.push(found);
+            }
         }
         if let Some(plan) = plan {
             for m in &mut matches {
@@ -902,7 +915,7 @@ fn lift_phrases(
 }
 
 /// The `k` passages nearest the query's vector, with their cosines.
-type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32)>;
+type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32, usize)>;
 
 /// How much of the query the passage BM25 ranks first covers
 /// ([`coverage`]); 0 when none matches.
@@ -947,6 +960,7 @@ fn matched(r: &rusqlite::Row<'_>, score: f64, signals: Signals) -> rusqlite::Res
             excerpt: String::new(),
             text,
             after: r.get(13)?,
+            focus: None,
             line: r.get::<_, i64>(3)? as usize,
             scope: scope_from(r.get(7)?),
             stamp: Stamp {

@@ -461,10 +461,8 @@ mod tests {
 
     #[test]
     fn window_coverage_is_the_weight_held_close_together() {
-        let terms = [
-            QueryTerm { word: "cello".into(), weight: 3.0 },
-            QueryTerm { word: "exam".into(), weight: 1.0 },
-        ];
+        let terms =
+            [QueryTerm { word: "cello".into(), weight: 3.0 }, QueryTerm { word: "exam".into(), weight: 1.0 }];
         let apart = format!("cello {} exam", "word ".repeat(50));
         assert_eq!(window_coverage(&apart, &terms, 40), 0.75, "the heavier word alone");
         assert_eq!(window_coverage(&apart, &terms, 60), 1.0);

@@ -84,7 +84,10 @@ impl Memory {
                 paths.insert(hit.id.clone(), index.path(&hit.id)?);
             }
             hit.path = paths[&hit.id].clone();
-            hit.excerpt = index.excerpt(&hit.text, &hit.after, &terms);
+            hit.excerpt = match &hit.focus {
+                Some(focus) => focus.clone(),
+                None => index.excerpt(&hit.text, &hit.after, &terms),
+            };
         }
         Ok(hits)
     }
