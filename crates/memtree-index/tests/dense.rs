@@ -174,3 +174,25 @@ fn without_an_encoder_there_is_no_progress_and_hits_are_bm25() {
     assert_eq!(index.embed_pending(8).unwrap(), 0);
     assert_eq!(memory.search("dog", 5, None, None).unwrap()[0].signals, Signals::BM25);
 }
+
+/// A passage found by meaning alone shows the chunk nearest the query, not
+/// its first lines: no line holds a query word to choose by.
+#[test]
+fn a_passage_found_by_meaning_shows_its_nearest_chunk() {
+    let encoder = Words::new("words-v1");
+    let (_dir, memory, index) = store(encoder);
+    // One passage of two chunks of 80 words; the second is about the dog.
+    let lines = |line: &str| -> String { format!("{line}\n").repeat(16) };
+    let text = format!(
+        "# Log\n\n## Week\n{}{}",
+        lines("Rain fell on Monday again."),
+        lines("The dog walk went well.")
+    );
+    memory.update_document(&id("garage"), &text, None).unwrap();
+    embed_all(&index);
+    let hits = memory.search("hound", 5, None, None).unwrap();
+    let log = hits.iter().find(|h| h.id == id("garage")).expect("found by meaning");
+    assert_eq!(log.signals, Signals { bm25: false, dense: true });
+    assert!(log.excerpt.contains("The dog walk went well."), "{}", log.excerpt);
+    assert!(!log.excerpt.contains("Rain"), "{}", log.excerpt);
+}
