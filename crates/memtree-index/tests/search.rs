@@ -455,7 +455,7 @@ fn words_side_by_side_rank_above_the_same_words_apart() {
     let memory = open(dir.path());
     let root: String = (0..30).map(|i| format!("- [[n{i}]]\n")).collect();
     memory.update_document(&id("root"), &format!("# Memory\n{root}"), None).unwrap();
-    for i in 0..60 {
+    for i in 0..30 {
         let text = if i == 17 {
             format!(
                 "# Note {i}\nWe moved the deploy to the release train of Thursday, with the review before it and the build notes.\n"
