@@ -984,8 +984,9 @@ fn matched(r: &rusqlite::Row<'_>, score: f64, signals: Signals) -> rusqlite::Res
 
 /// Words of the store one edit from `term` (two for words of eight
 /// letters or more; a swap of neighbours is one), most common first, at
-/// most three. Candidates start with the term's first letter, or its
-/// second (for a swap at the start).
+/// most three; without any, the store's shortened form of it. Candidates
+/// start with the term's first letter, or its second (for a swap at the
+/// start).
 fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
     let letters: Vec<char> = term.chars().collect();
     let limit = if letters.len() >= 8 { 2 } else { 1 };
@@ -1012,7 +1013,27 @@ fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
     }
     near.sort();
     near.dedup_by(|a, b| a.2 == b.2);
+    if near.is_empty() {
+        return shortened_form(conn, &letters).map(|word| word.into_iter().collect());
+    }
     Ok(near.into_iter().take(3).map(|(_, _, w)| w).collect())
+}
+
+/// Fewer letters than this do not stand for a longer word.
+const SHORTENED_MIN: usize = 5;
+
+/// The longest word of the store that `letters` starts with, of at least
+/// [`SHORTENED_MIN`] letters: the shortened form a store may use for a long
+/// word (`physio` for `physiotherapist`, `config` for `configuration`).
+fn shortened_form(conn: &Connection, letters: &[char]) -> rusqlite::Result<Option<String>> {
+    let mut held = conn.prepare_cached("SELECT 1 FROM words_vocab WHERE term = ?1")?;
+    for len in (SHORTENED_MIN..letters.len()).rev() {
+        let prefix: String = letters[..len].iter().collect();
+        if held.exists([&prefix])? {
+            return Ok(Some(prefix));
+        }
+    }
+    Ok(None)
 }
 
 /// Ids from root down to the parent of `id`, following the indexed links.

@@ -534,3 +534,22 @@ fn words_close_together_rank_above_words_far_apart() {
     let hits = memory.search("cello exam", 5, None, None).unwrap();
     assert_eq!(hits[0].id, id("near"), "{:?}", hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>());
 }
+
+/// A long word the store only has in a shortened form (`physio` for
+/// `physiotherapist`) finds it, and the excerpt marks it.
+#[test]
+fn a_long_word_finds_the_stores_shortened_form() {
+    let (_dir, memory) = store();
+    memory
+        .update_document(
+            &id("people"),
+            "# People\n\n## Marcus\nHis physio is Dr Okafor on Mill Lane.\n",
+            None,
+        )
+        .unwrap();
+    let hits = memory.search("Marcus's physiotherapist", 5, None, None).unwrap();
+    let hit = hits.iter().find(|h| h.id == id("people")).expect("found by its shortened form");
+    assert!(hit.excerpt.contains("**physio**"), "{}", hit.excerpt);
+    // Four letters are too few to stand for a word: `port` is not `portability`.
+    assert!(memory.search("portability", 5, None, None).unwrap().is_empty());
+}
