@@ -172,6 +172,34 @@ async def test_recall_builds_a_cited_pack_within_the_budget(serve, cli):
     assert used.get("people") == 2, status.out
 
 
+async def test_the_answer_reaches_the_agent_from_a_chat_log(serve):
+    """A hub's line says what its child is about; the child's lines answer
+    in other words, a question and a reply after the line that matches."""
+    small_talk = "".join(f"- [S1:{k}] Tom: Line {k} of small talk about the weather.\n" for k in range(1, 30))
+    log = (
+        f"# Session 1\n{small_talk}"
+        "- [S1:30] Lena: Nervous. I got the date through for it.\n"
+        "- [S1:31] Priya: Oh! When is it?\n"
+        "- [S1:32] Lena: Saturday the 15th of June, at the music school.\n"
+        "- [S1:33] Priya: Good luck!\n"
+    )
+    async with serve() as m:
+        await m.build([
+            (None, "# Memory\n- [[sessions]]: chat logs\n"),
+            ("sessions", "# Sessions\n- [[sessions/s1]]: Lena's cello exam date\n- [[sessions/s2]]: the canoe\n"),
+            ("sessions/s1", log),
+            ("sessions/s2", "# Session 2\n- [S2:1] Tom: The canoe hull is done.\n"),
+        ])
+        r = await m.call("search", {"query": "When is Lena's cello exam?", "json": True})
+        assert not r.error, r
+        found = {h["id"]: h for h in json.loads(r.text)}
+        assert "sessions/s1" in found, r.text
+        assert "Saturday the 15th of June" in found["sessions/s1"]["excerpt"], r.text
+        pack = await m.call("recall", {"task": "When is Lena's cello exam?", "budget": 300})
+        assert not pack.error and "Saturday the 15th of June, at the music school." in pack.text, pack.text
+        assert pack.text.count("- [sessions/s1#") == 1, "one entry, its passages joined: " + pack.text
+
+
 async def test_cli_search_query_and_reindex(cli, store):
     for id_, text in STORE:
         assert cli("write", *([id_] if id_ else []), input=text).rc == 0
