@@ -117,9 +117,9 @@ pub fn assemble(
             entry.text = joined.text();
             let cost = counter.count(&render_entry(&entry)) + 1;
             let estimate: usize = accepted.iter().map(|t| t.cost).sum::<usize>() - accepted[i].cost + cost;
-            pack.entries = accepted.iter().map(|t| t.entry.clone()).collect();
-            pack.entries[i] = entry.clone();
-            if estimate <= budget && counter.count(&pack.render()) <= budget {
+            let mut entries: Vec<PackEntry> = accepted.iter().map(|t| t.entry.clone()).collect();
+            entries[i] = entry.clone();
+            if fits(&mut pack, entries, estimate, counter) {
                 let taken = &mut accepted[i];
                 taken.fingerprint = shingles(&entry.text);
                 (taken.entry, taken.cost, taken.lines) = (entry, cost, joined);
@@ -141,8 +141,8 @@ pub fn assemble(
         };
         let cost = counter.count(&render_entry(&entry)) + 1;
         let estimate: usize = accepted.iter().map(|t| t.cost).sum::<usize>() + cost;
-        pack.entries = accepted.iter().map(|t| t.entry.clone()).chain([entry.clone()]).collect();
-        if estimate <= budget && counter.count(&pack.render()) <= budget {
+        let entries = accepted.iter().map(|t| t.entry.clone()).chain([entry.clone()]).collect();
+        if fits(&mut pack, entries, estimate, counter) {
             accepted.push(Taken { entry, fingerprint, cost, lines, heading_path: &hit.heading_path });
         } else {
             left_out.push(entry);
@@ -170,6 +170,13 @@ pub fn assemble(
         left_out.insert(0, pack.entries.pop().expect("not empty"));
     }
     pack
+}
+
+/// Whether a pack holding `entries` (whose costs add up to `estimate`)
+/// keeps within its budget: the estimate first, then the rendered text.
+fn fits(pack: &mut Pack, entries: Vec<PackEntry>, estimate: usize, counter: &dyn TokenCounter) -> bool {
+    pack.entries = entries;
+    estimate <= pack.budget && counter.count(&pack.render()) <= pack.budget
 }
 
 /// Whether a passage is mostly links to other documents (a hub's list of

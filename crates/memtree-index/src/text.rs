@@ -303,8 +303,9 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
     let non_blank = |text: &str| -> Vec<String> {
         text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
     };
-    let own = non_blank(text).len();
-    let lines: Vec<String> = non_blank(text).into_iter().chain(non_blank(after)).collect();
+    let mut lines = non_blank(text);
+    let own = lines.len();
+    lines.extend(non_blank(after));
     let matcher = Matcher::new(terms);
     let sequences: Vec<Vec<Option<usize>>> = lines[..own].iter().map(|l| matcher.sequence(l)).collect();
     let weights: Vec<f64> = sequences.iter().map(|seq| matcher.weight(seq)).collect();
