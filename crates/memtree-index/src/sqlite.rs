@@ -2,9 +2,9 @@
 //!
 //! FTS5 (BM25, Porter stemming over unicode61 words, CJK as bigrams) over
 //! passages, beside plain tables for document metadata, links (for the path
-//! from root and subtree filters) and pack usage; the typo vocabulary is the
-//! term list (`fts5vocab`) of a second, unstemmed FTS5 table holding each
-//! document's words as written, so a typo is matched against real words
+//! from root and subtree filters) and pack usage; the typo vocabulary is a
+//! table of the words documents are spelt with, as written, each with the
+//! number of documents that use it, so a typo is matched against real words
 //! (`databse` → `database`), not Porter stems (`databas`). WAL
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
@@ -24,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms, window_coverage};
 
-const SCHEMA_VERSION: &str = "6";
+const SCHEMA_VERSION: &str = "7";
 
 /// BM25 weights of the FTS columns: id, title, headings, summary and tags,
 /// body, CJK bigrams. Where a word appears says how much it is about it.
@@ -44,9 +44,7 @@ CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
     content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='', contentless_delete=1,
-    tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS words_vocab USING fts5vocab(words, 'row');
+CREATE TABLE IF NOT EXISTS spellings(word TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks(passage INTEGER NOT NULL, ord INTEGER NOT NULL, key INTEGER NOT NULL,
     PRIMARY KEY(passage, ord)) WITHOUT ROWID;
@@ -151,7 +149,7 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
         if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words_vocab; DROP TABLE IF EXISTS words;
-                 DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
+                 DROP TABLE IF EXISTS spellings; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
                  DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;",
             )?;
             conn.execute_batch(SCHEMA)?;
@@ -229,23 +227,75 @@ fn scope_from(s: Option<String>) -> Option<Scope> {
     s.as_deref().and_then(Scope::parse)
 }
 
-/// Deletes every row of `ids` from the index tables, inside `tx`.
-fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str]) -> rusqlite::Result<()> {
-    let mut rows = tx.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1")?;
+/// Deletes every row of `ids` from the index tables, inside `tx`; their
+/// words are counted out of `spelt`.
+fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellings) -> rusqlite::Result<()> {
+    let mut rows = tx.prepare_cached("SELECT rowid, heading_path, text FROM passages WHERE doc = ?1")?;
+    let mut doc = tx.prepare_cached("SELECT title, coalesce(summary, ''), tags FROM docs WHERE id = ?1")?;
     let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
+    let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
     for id in ids {
-        let rowids: Vec<i64> = rows.query_map([id], |r| r.get(0))?.collect::<Result<_, _>>()?;
-        let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
-        for rowid in rowids {
+        let Some((title, summary, tags)) = doc
+            .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+            .optional()?
+        else {
+            continue;
+        };
+        let mut text = format!("{id} {title} {summary} {tags}");
+        let passages = rows.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        for passage in passages {
+            let (rowid, heading_path, body) = passage?;
             del_fts.execute([rowid])?;
             del_chunks.execute([rowid])?;
+            let headings: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
+            text.extend([" ", &headings.join(" "), " ", &body]);
         }
+        spelt.count(&text, -1);
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
         tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
-        tx.execute("DELETE FROM words WHERE rowid IN (SELECT rowid FROM docs WHERE id = ?1)", [id])?;
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
     }
     Ok(())
+}
+
+/// Changes to the typo vocabulary, the number of documents spelt with
+/// each word, gathered over one write and applied at its end: a rewritten
+/// document's unchanged words cancel out, and a batch writes each word once.
+#[derive(Default)]
+struct Spellings(HashMap<String, i64>);
+
+impl Spellings {
+    /// Counts a document spelt with the words of `text` in (`by` 1) or out
+    /// (`by` -1), each distinct word once. Words are split as query words
+    /// are, so the text of a document counted in and then out leaves no trace.
+    fn count(&mut self, text: &str, by: i64) {
+        let words: HashSet<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && !w.chars().any(crate::text::is_cjk))
+            .map(str::to_lowercase)
+            .collect();
+        for word in words {
+            *self.0.entry(word).or_default() += by;
+        }
+    }
+
+    /// Applies the changes; a word no document uses any more leaves.
+    fn write(self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let mut count = tx.prepare_cached(
+            "INSERT INTO spellings(word, docs) VALUES (?1, ?2) ON CONFLICT(word) DO UPDATE SET docs = docs + ?2",
+        )?;
+        let mut unused = tx.prepare_cached("DELETE FROM spellings WHERE word = ?1 AND docs <= 0")?;
+        // In order, so that neighbouring words share the B-tree pages just read.
+        let mut changes: Vec<(String, i64)> = self.0.into_iter().filter(|(_, by)| *by != 0).collect();
+        changes.sort_unstable();
+        for (word, by) in changes {
+            count.execute(params![word, by])?;
+            if by < 0 {
+                unused.execute([word])?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Words of an id as text: `projects/silica_notes` → `projects silica notes`.
@@ -262,7 +312,8 @@ impl SearchIndex for SqliteIndex {
         let tx = write_transaction(&mut conn).map_err(self.err())?;
         (|| -> rusqlite::Result<()> {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-            delete_docs(&tx, &ids)?;
+            let mut spelt = Spellings::default();
+            delete_docs(&tx, &ids, &mut spelt)?;
             let mut doc_stmt = tx.prepare_cached(
                 "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -270,7 +321,6 @@ impl SearchIndex for SqliteIndex {
             let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
             let mut passage_stmt =
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-            let mut words_stmt = tx.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let mut fts_stmt = tx.prepare_cached(
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -291,7 +341,6 @@ impl SearchIndex for SqliteIndex {
                     doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
-                let doc_rowid = tx.last_insert_rowid();
                 for (ord, child) in doc.links.iter().enumerate() {
                     link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
                 }
@@ -312,16 +361,15 @@ impl SearchIndex for SqliteIndex {
                         chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
                     }
                 }
-                // The document's words as written, once each, for typos.
-                let mut words = format!("{} {} {meta}", id_text(&doc.id), doc.title);
+                // The document's words as written, for typos; `delete_docs`
+                // takes them out from the same fields.
+                let mut words = format!("{} {} {meta}", doc.id.as_str(), doc.title);
                 for passage in &doc.passages {
-                    words.push(' ');
-                    words.push_str(&passage.heading_path.join(" "));
-                    words.push(' ');
-                    words.push_str(&passage.text);
+                    words.extend([" ", &passage.heading_path.join(" "), " ", &passage.text]);
                 }
-                words_stmt.execute(params![doc_rowid, words])?;
+                spelt.count(&words, 1);
             }
+            spelt.write(&tx)?;
             Ok(())
         })()
         .map_err(self.err())?;
@@ -335,7 +383,8 @@ impl SearchIndex for SqliteIndex {
         let mut conn = self.conn();
         let tx = write_transaction(&mut conn).map_err(self.err())?;
         let ids: Vec<&str> = ids.iter().map(DocId::as_str).collect();
-        delete_docs(&tx, &ids).map_err(self.err())?;
+        let mut spelt = Spellings::default();
+        delete_docs(&tx, &ids, &mut spelt).and_then(|()| spelt.write(&tx)).map_err(self.err())?;
         tx.commit().map_err(self.err())
     }
 
@@ -516,7 +565,7 @@ impl SearchIndex for SqliteIndex {
     fn clear(&self) -> Result<(), IndexError> {
         self.conn()
             .execute_batch(
-                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM words;
+                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM spellings;
                  DELETE FROM chunks; COMMIT;",
             )
             .map_err(self.err())
@@ -991,8 +1040,8 @@ fn near_words(conn: &Connection, term: &str) -> rusqlite::Result<Vec<String>> {
     let letters: Vec<char> = term.chars().collect();
     let limit = if letters.len() >= 8 { 2 } else { 1 };
     let mut stmt = conn.prepare_cached(
-        "SELECT term, doc FROM words_vocab WHERE term >= ?1 AND term < ?1 || char(1114111)
-         AND length(term) BETWEEN ?2 AND ?3",
+        "SELECT word, docs FROM spellings WHERE word >= ?1 AND word < ?1 || char(1114111)
+         AND length(word) BETWEEN ?2 AND ?3",
     )?;
     let mut firsts = vec![letters[0]];
     if letters.len() > 1 && letters[1] != letters[0] {
@@ -1026,7 +1075,7 @@ const SHORTENED_MIN: usize = 5;
 /// [`SHORTENED_MIN`] letters: the shortened form a store may use for a long
 /// word (`physio` for `physiotherapist`, `config` for `configuration`).
 fn shortened_form(conn: &Connection, letters: &[char]) -> rusqlite::Result<Option<String>> {
-    let mut held = conn.prepare_cached("SELECT 1 FROM words_vocab WHERE term = ?1")?;
+    let mut held = conn.prepare_cached("SELECT 1 FROM spellings WHERE word = ?1")?;
     for len in (SHORTENED_MIN..letters.len()).rev() {
         let prefix: String = letters[..len].iter().collect();
         if held.exists([&prefix])? {

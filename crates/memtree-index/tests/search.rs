@@ -81,6 +81,35 @@ fn japanese_and_typos_are_found() {
     assert_eq!(cites(&memory, "pgbounser")[0], "infra/runbooks#Connection refused");
 }
 
+/// The typo vocabulary follows the documents: a word that a rewrite or a
+/// deletion takes out of the last document using it no longer stands in
+/// for a typo, one that another document still uses does, and every
+/// word's count of documents is the one a reindex finds.
+#[test]
+fn a_typo_stands_for_words_the_store_still_uses() {
+    let (_dir, memory) = store();
+    let write = |doc: &str, text: &str| memory.update_document(&id(doc), text, None).unwrap();
+    write("people", "# People\nAlice tunes the pgbouncer pool.\n");
+    assert_eq!(cites(&memory, "pgbounser").len(), 2);
+    write("infra/runbooks", "# Runbooks\n\n## Connection refused\nRestart the pooler.\n");
+    assert_eq!(cites(&memory, "pgbounser"), ["people#People"], "still spelt in people");
+    write("people", "# People\nAlice tunes the pool.\n");
+    assert!(cites(&memory, "pgbounser").is_empty(), "no document spells pgbouncer any more");
+    write("root", "# Memory\n- [[infra]]\n- [[people]]\n- [[scratch]]\n");
+    let spellings = || {
+        let index = rusqlite::Connection::open(_dir.path().join(".memtree/index.sqlite")).unwrap();
+        let mut rows = index.prepare("SELECT word, docs FROM spellings ORDER BY word").unwrap();
+        rows.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    };
+    let written = spellings();
+    assert!(written.contains(&("pool".to_owned(), 1)) && !written.iter().any(|(w, _)| w == "pgbouncer"));
+    memory.reindex(&mut |_, _| {}).unwrap();
+    assert_eq!(written, spellings(), "the words' document counts are those a reindex finds");
+}
+
 /// Typos of the store's own words, as a user makes them: a letter dropped,
 /// doubled, swapped with its neighbour or mistyped, in a one-word query.
 /// The store is generated from a vocabulary of ordinary technical words.
