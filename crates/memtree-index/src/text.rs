@@ -297,8 +297,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 /// one that does not [lead on](leads_on) (an answer after its question, a
 /// list after its lead-in), taken from `after` (the lines that follow the
 /// passage) past its end; the next adds the most weight of the query words
-/// not shown yet. Lines are whole; a long one keeps its start. The first
-/// lines when no line holds a term.
+/// not shown yet, a question with the line that answers it. Lines are
+/// whole; a long one keeps its start. The first lines when no line holds a
+/// term.
 pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
     let non_blank = |text: &str| -> Vec<String> {
         text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
@@ -347,6 +348,9 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
                     break;
                 }
             }
+        } else if lines[best].ends_with('?') && best + 1 < lines.len() {
+            // A question's words are the query's; its answer is the next line.
+            chosen.push(best + 1);
         }
     }
     if chosen.is_empty() {
@@ -582,6 +586,21 @@ mod tests {
             "- [S15:12] Priya: Oh no, that is sooner than you expected then.\n- [S15:13] Lena: Saturday.";
         let shown = excerpt(log, after, &terms(&[("exam", 3.0)]));
         assert!(shown.ends_with("sooner than you expected then."), "{shown}");
+    }
+
+    /// A question chosen for the query's words brings the line that answers
+    /// it, even when it is not the best line.
+    #[test]
+    fn a_question_shown_for_its_words_brings_its_answer() {
+        let log = "- [S13:10] Marcus: The sofa.\n\
+                   - [S13:11] Priya: Hahaha I knew it!\n\
+                   - [S13:12] Marcus: It got stuck on the stairs, so we carried it all the way back down again.\n\
+                   - [S13:13] Priya: Nooo. So where is it now?\n\
+                   - [S13:14] Marcus: In my garage. Next to the canoe.\n\
+                   - [S13:15] Priya: Of course it is.";
+        let shown = excerpt(log, "", &terms(&[("sofa", 3.0), ("now", 1.0)]));
+        assert!(shown.ends_with("So where is it **now**?\n- [S13:14] Marcus: In my garage. Next to the canoe."), "{shown}");
+        assert!(!shown.contains("Of course"), "{shown}");
     }
 
     /// A long line keeps its start (who speaks) and shows its best sentence

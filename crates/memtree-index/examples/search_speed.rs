@@ -1,0 +1,43 @@
+//! Times the index's search alone, without MCP or the engine's ranking, to
+//! see where a search's time goes:
+//! `cargo run --release -p memtree-index --example search_speed -- INDEX QUERIES.json`
+//! where INDEX is a store's `.memtree/index.sqlite` and QUERIES.json a JSON
+//! list of query strings (memtree-bench's raw results hold the ones it
+//! timed). Each query runs five times; the medians' p50, p90 and maximum
+//! are printed, with the slowest queries.
+
+use std::time::Instant;
+
+use memtree_core::index::{SearchIndex, SearchRequest};
+use memtree_index::SqliteIndex;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let index = SqliteIndex::open(&args[1]).expect("open the index");
+    let queries: Vec<String> = serde_json::from_str(&std::fs::read_to_string(&args[2]).unwrap()).unwrap();
+    let rounds = 5;
+    let mut per_query = vec![Vec::new(); queries.len()];
+    for _ in 0..rounds {
+        for (i, q) in queries.iter().enumerate() {
+            let request = SearchRequest { query: q.clone(), limit: 8, scope: None, under: None };
+            let t = Instant::now();
+            let found = index.search(&request).unwrap();
+            per_query[i].push(t.elapsed().as_secs_f64() * 1e3);
+            std::hint::black_box(found);
+        }
+    }
+    let mut medians: Vec<(f64, &str)> = per_query
+        .iter_mut()
+        .zip(&queries)
+        .map(|(t, q)| {
+            t.sort_by(f64::total_cmp);
+            (t[t.len() / 2], q.as_str())
+        })
+        .collect();
+    medians.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let p = |f: f64| medians[((medians.len() - 1) as f64 * f) as usize].0;
+    println!("{} queries × {rounds}: p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms", queries.len(), p(0.5), p(0.9), p(1.0));
+    for (t, q) in medians.iter().rev().take(8) {
+        println!("  {t:.3} ms  {q}");
+    }
+}
