@@ -251,8 +251,11 @@ pub fn window_coverage(text: &str, terms: &[QueryTerm], window: usize) -> f64 {
     best / total
 }
 
-/// Most lines an excerpt shows.
-const EXCERPT_LINES: usize = 4;
+/// An excerpt takes lines until it shows this many words: a budget in
+/// words, not lines, so that a few one-word replies (`AAAAH!`) do not crowd
+/// out the line that answers (over the conversation set, 60 words gave
+/// more answers in fewer words than four lines did).
+const EXCERPT_WORDS: usize = 60;
 /// Most lines of context after the best line.
 const CONTEXT_LINES: usize = 3;
 /// A line of at least this many words says something of its own.
@@ -297,9 +300,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 /// one that does not [lead on](leads_on) (an answer after its question, a
 /// list after its lead-in), taken from `after` (the lines that follow the
 /// passage) past its end; the next adds the most weight of the query words
-/// not shown yet, a question with the line that answers it. Lines are
-/// whole; a long one keeps its start. The first lines when no line holds a
-/// term.
+/// not shown yet, a question with the line that answers it, until the
+/// excerpt shows [`EXCERPT_WORDS`] words. Lines are whole; a long one keeps
+/// its start. The first lines when no line holds a term.
 pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
     let non_blank = |text: &str| -> Vec<String> {
         text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
@@ -321,7 +324,10 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
         .collect();
     let mut shown = vec![false; terms.len()];
     let mut chosen: Vec<usize> = Vec::new();
-    while chosen.len() < EXCERPT_LINES {
+    let shown_words = |chosen: &[usize]| -> usize {
+        chosen.iter().map(|&i| words(&shorten(&lines[i], &matcher)).count()).sum()
+    };
+    while shown_words(&chosen) < EXCERPT_WORDS {
         let gain = |i: usize| -> f64 {
             let new: f64 = matched[i].iter().filter(|&&t| !shown[t]).map(|&t| terms[t].weight).sum();
             // The first line is chosen by its whole weight, phrases included.
@@ -340,17 +346,22 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
             shown[t] = true;
         }
         let first = chosen.is_empty();
-        chosen.push(best);
+        let mut take = |line: usize| {
+            if !chosen.contains(&line) {
+                chosen.push(line);
+            }
+        };
+        take(best);
         if first {
             for next in (best + 1..lines.len()).take(CONTEXT_LINES) {
-                chosen.push(next);
+                take(next);
                 if !leads_on(&lines[next]) {
                     break;
                 }
             }
         } else if lines[best].ends_with('?') && best + 1 < lines.len() {
             // A question's words are the query's; its answer is the next line.
-            chosen.push(best + 1);
+            take(best + 1);
         }
     }
     if chosen.is_empty() {
@@ -601,6 +612,22 @@ mod tests {
         let shown = excerpt(log, "", &terms(&[("sofa", 3.0), ("now", 1.0)]));
         assert!(shown.ends_with("So where is it **now**?\n- [S13:14] Marcus: In my garage. Next to the canoe."), "{shown}");
         assert!(!shown.contains("Of course"), "{shown}");
+    }
+
+    /// Short replies after the best line cost the excerpt few of its words:
+    /// the next line holding a query word still has room.
+    #[test]
+    fn short_replies_leave_room_for_the_line_that_answers() {
+        let log = "- [S26:20] Marcus: Brightwater rang me on Tuesday. I got the job.\n\
+                   - [S26:21] Priya: AAAAH!\n\
+                   - [S26:22] Lena: MARCUS!\n\
+                   - [S26:23] Tom: Yes! Get in!\n\
+                   - [S26:24] Lena: Tell us everything.\n\
+                   - [S26:25] Marcus: I start on Monday the 4th of November, as a visual designer.";
+        let query = terms(&[("marcus", 0.3), ("start", 1.5), ("brightwater", 3.0)]);
+        let shown = excerpt(log, "", &query);
+        assert!(shown.starts_with("- [S26:20] **Marcus**: **Brightwater** rang me"), "{shown}");
+        assert!(shown.ends_with("I **start** on Monday the 4th of November, as a visual designer."), "{shown}");
     }
 
     /// A long line keeps its start (who speaks) and shows its best sentence

@@ -38,13 +38,14 @@ mod model;
 /// and grow entries by lines, and a long word standing for the store's
 /// shortened form of it: 0.787, 0.675, 0.657, 0.734, 0.757; with a
 /// question shown for its words followed by its answer: 0.787, 0.686,
-/// 0.657, 0.746, 0.757). Each minimum is that level less 0.03, rounded
-/// down; raise them as retrieval improves.
+/// 0.657, 0.746, 0.757; with excerpts of 60 words rather than four lines:
+/// 0.787, 0.692, 0.657, 0.751, 0.781). Each minimum is that level less
+/// 0.03, rounded down; raise them as retrieval improves.
 const MIN_DOC_AT_5: f64 = 0.75;
-const MIN_EXCERPT_AT_5: f64 = 0.65;
+const MIN_EXCERPT_AT_5: f64 = 0.66;
 const MIN_PACK_AT_500: f64 = 0.62;
-const MIN_PACK_AT_1000: f64 = 0.71;
-const MIN_PACK_AT_2000: f64 = 0.72;
+const MIN_PACK_AT_1000: f64 = 0.72;
+const MIN_PACK_AT_2000: f64 = 0.75;
 
 /// The size the set promises (see its `check_fixture.py`).
 const MIN_QUERIES: usize = 110;
@@ -120,9 +121,12 @@ fn measure(memory: &Memory, label: &str) -> BTreeMap<String, Score> {
     // documents it draws on, which nudges later rankings, so the searches
     // are measured on an index no pack has touched yet.
     let mut scores = vec![Score { queries: 1, ..Score::default() }; queries.len()];
+    // What the agent pays for the excerpts: their words, over all searches.
+    let mut excerpt_words = 0;
     for (q, score) in queries.iter().zip(&mut scores) {
         let hits = memory.search(&q.query, 5, None, None).unwrap();
         let top5 = &hits[..hits.len().min(5)];
+        excerpt_words += top5.iter().map(|h| h.excerpt.split_whitespace().count()).sum::<usize>();
         score.doc_at_5 = usize::from(top5.iter().any(|h| h.id.as_str() == q.doc));
         score.excerpt_at_5 = usize::from(top5.iter().any(|h| holds(&h.excerpt, &q.answer)));
         if show.as_deref().is_some_and(|s| q.query.contains(s)) {
@@ -167,6 +171,7 @@ fn measure(memory: &Memory, label: &str) -> BTreeMap<String, Score> {
         eprintln!("{}", score.row(kind));
     }
     eprintln!("{}", total.row("all"));
+    eprintln!("excerpts of the first 5 hits: {} words a search", excerpt_words / queries.len().max(1));
     eprintln!("answer not in the pack at 1000 tokens ({}):\n{}", misses.len(), misses.join("\n"));
     by_kind
 }
