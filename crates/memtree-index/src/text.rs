@@ -50,7 +50,7 @@ const STOP_WORDS: &[&str] = &[
     "my", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there",
     "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom",
     "why", "will", "with", "would", "you", "your", "not", "no", "any", "all", "again", "also", "use", "used",
-    "using", "s", "t",
+    "using", "s", "t", "he", "she", "him", "his", "her", "hers", "us", "ours", "yours", "theirs",
 ];
 
 /// The search terms of a plain-words query, lower-cased, each once: words
@@ -495,6 +495,7 @@ mod tests {
             ["connection", "refused", "port", "5432", "fix", "now"]
         );
         assert_eq!(query_terms("the"), ["the"]);
+        assert_eq!(query_terms("Why does Marcus have to leave his flat?"), ["marcus", "leave", "flat"]);
         assert_eq!(
             query_terms("PostgreSQL 15.4 on 2026-03-14"),
             ["postgresql", "15", "4", "2026", "03", "14"]
