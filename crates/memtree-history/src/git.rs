@@ -440,7 +440,8 @@ fn add_documents(
         None => {
             let mut options = git2::DiffOptions::new();
             options.update_index(true).pathspec("*.md");
-            repo.diff_index_to_workdir(Some(index), Some(&mut options)).map_err(backend("refresh git index"))?;
+            repo.diff_index_to_workdir(Some(index), Some(&mut options))
+                .map_err(backend("refresh git index"))?;
             let mut only_ids = |path: &Path, _: &[u8]| i32::from(id_of(path).is_none());
             index
                 .add_all(["*.md"], IndexAddOption::DEFAULT, Some(&mut only_ids))
@@ -827,7 +828,12 @@ mod tests {
         history.flush(None).unwrap();
         let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
         for name in ["root.md", "a.md"] {
-            File::options().write(true).open(dir.path().join(name)).unwrap().set_modified(an_hour_ago).unwrap();
+            File::options()
+                .write(true)
+                .open(dir.path().join(name))
+                .unwrap()
+                .set_modified(an_hour_ago)
+                .unwrap();
         }
         let recorded = |name: &str| {
             let repo = Repository::open(dir.path()).unwrap();

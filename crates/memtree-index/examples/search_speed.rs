@@ -13,15 +13,21 @@ use memtree_index::SqliteIndex;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let index = SqliteIndex::open(&args[1]).expect("open the index");
-    let queries: Vec<String> = serde_json::from_str(&std::fs::read_to_string(&args[2]).unwrap()).unwrap();
+    let [_, index, queries] = args.as_slice() else {
+        eprintln!("usage: search_speed INDEX QUERIES.json");
+        std::process::exit(2);
+    };
+    let index = SqliteIndex::open(index).expect("open the index");
+    let queries: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(queries).expect("read the queries"))
+            .expect("the queries are a JSON list of strings");
     let rounds = 5;
     let mut per_query = vec![Vec::new(); queries.len()];
     for _ in 0..rounds {
         for (i, q) in queries.iter().enumerate() {
             let request = SearchRequest { query: q.clone(), limit: 8, scope: None, under: None };
             let t = Instant::now();
-            let found = index.search(&request).unwrap();
+            let found = index.search(&request).expect("search");
             per_query[i].push(t.elapsed().as_secs_f64() * 1e3);
             std::hint::black_box(found);
         }
@@ -36,8 +42,14 @@ fn main() {
         .collect();
     medians.sort_by(|a, b| a.0.total_cmp(&b.0));
     let p = |f: f64| medians[((medians.len() - 1) as f64 * f) as usize].0;
-    println!("{} queries × {rounds}: p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms", queries.len(), p(0.5), p(0.9), p(1.0));
+    eprintln!(
+        "{} queries × {rounds}: p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms",
+        queries.len(),
+        p(0.5),
+        p(0.9),
+        p(1.0)
+    );
     for (t, q) in medians.iter().rev().take(8) {
-        println!("  {t:.3} ms  {q}");
+        eprintln!("  {t:.3} ms  {q}");
     }
 }

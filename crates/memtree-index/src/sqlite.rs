@@ -235,14 +235,17 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellin
     let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
     for id in ids {
-        let Some((title, summary, tags)) = doc
+        // Its words were counted in with its row in `docs`: passages
+        // without one (no write leaves them) are deleted, counting nothing.
+        let indexed = doc
             .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
-            .optional()?
-        else {
-            continue;
+            .optional()?;
+        let mut text = match &indexed {
+            Some((title, summary, tags)) => format!("{id} {title} {summary} {tags}"),
+            None => String::new(),
         };
-        let mut text = format!("{id} {title} {summary} {tags}");
-        let passages = rows.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let passages = rows
+            .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
         for passage in passages {
             let (rowid, heading_path, body) = passage?;
             del_fts.execute([rowid])?;
@@ -250,7 +253,9 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellin
             let headings: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
             text.extend([" ", &headings.join(" "), " ", &body]);
         }
-        spelt.count(&text, -1);
+        if indexed.is_some() {
+            spelt.count(&text, -1);
+        }
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
         tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;

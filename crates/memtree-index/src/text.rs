@@ -611,7 +611,10 @@ mod tests {
                    - [S13:14] Marcus: In my garage. Next to the canoe.\n\
                    - [S13:15] Priya: Of course it is.";
         let shown = excerpt(log, "", &terms(&[("sofa", 3.0), ("now", 1.0)]));
-        assert!(shown.ends_with("So where is it **now**?\n- [S13:14] Marcus: In my garage. Next to the canoe."), "{shown}");
+        assert!(
+            shown.ends_with("So where is it **now**?\n- [S13:14] Marcus: In my garage. Next to the canoe."),
+            "{shown}"
+        );
         assert!(!shown.contains("Of course"), "{shown}");
     }
 
@@ -628,7 +631,10 @@ mod tests {
         let query = terms(&[("marcus", 0.3), ("start", 1.5), ("brightwater", 3.0)]);
         let shown = excerpt(log, "", &query);
         assert!(shown.starts_with("- [S26:20] **Marcus**: **Brightwater** rang me"), "{shown}");
-        assert!(shown.ends_with("I **start** on Monday the 4th of November, as a visual designer."), "{shown}");
+        assert!(
+            shown.ends_with("I **start** on Monday the 4th of November, as a visual designer."),
+            "{shown}"
+        );
     }
 
     /// A long line keeps its start (who speaks) and shows its best sentence
