@@ -22,7 +22,9 @@ use memtree_core::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
-use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms, window_coverage};
+use crate::text::{
+    cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms, window_coverage, words,
+};
 
 const SCHEMA_VERSION: &str = "7";
 
@@ -274,11 +276,8 @@ impl Spellings {
     /// (`by` -1), each distinct word once. Words are split as query words
     /// are, so the text of a document counted in and then out leaves no trace.
     fn count(&mut self, text: &str, by: i64) {
-        let words: HashSet<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty() && !w.chars().any(crate::text::is_cjk))
-            .map(str::to_lowercase)
-            .collect();
+        let words: HashSet<String> =
+            words(text).filter(|w| !w.chars().any(crate::text::is_cjk)).map(str::to_lowercase).collect();
         for word in words {
             *self.0.entry(word).or_default() += by;
         }

@@ -57,9 +57,10 @@ const STOP_WORDS: &[&str] = &[
 /// (stop words dropped unless nothing else is left) and CJK bigrams. Every
 /// character is text; nothing is query syntax.
 pub fn query_terms(query: &str) -> Vec<String> {
+    let tokens = words(query);
     let mut words: Vec<String> = Vec::new();
     let mut cjk = String::new();
-    for token in query.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+    for token in tokens {
         if token.chars().any(is_cjk) {
             cjk.push_str(token);
             cjk.push(' ');
@@ -289,8 +290,9 @@ const LONG_LINE: usize = 320;
 /// How much of a long line's start is kept before its best sentence.
 const LINE_START: usize = 80;
 
-/// The words of `text`, lower-cased, in order.
-fn words(text: &str) -> impl Iterator<Item = &str> {
+/// The words of `text`, as written, in order: runs of letters and digits.
+/// Query words, excerpts and the typo vocabulary all split text this way.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
