@@ -326,10 +326,9 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
         .collect();
     let mut shown = vec![false; terms.len()];
     let mut chosen: Vec<usize> = Vec::new();
-    let shown_words = |chosen: &[usize]| -> usize {
-        chosen.iter().map(|&i| words(&shorten(&lines[i], &matcher)).count()).sum()
-    };
-    while shown_words(&chosen) < EXCERPT_WORDS {
+    // The words the chosen lines show, counted once as each is taken.
+    let mut shown_words = 0;
+    while shown_words < EXCERPT_WORDS {
         let gain = |i: usize| -> f64 {
             let new: f64 = matched[i].iter().filter(|&&t| !shown[t]).map(|&t| terms[t].weight).sum();
             // The first line is chosen by its whole weight, phrases included.
@@ -351,6 +350,7 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
         let mut take = |line: usize| {
             if !chosen.contains(&line) {
                 chosen.push(line);
+                shown_words += words(&shorten(&lines[line], &matcher)).count();
             }
         };
         take(best);
