@@ -9,7 +9,10 @@ mod background;
 mod dense;
 #[cfg(feature = "embeddings")]
 mod embedding;
+mod postings;
+mod scoring;
 mod sqlite;
+mod terms;
 mod text;
 mod tokens;
 

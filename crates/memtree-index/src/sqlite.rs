@@ -22,15 +22,12 @@ use memtree_core::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
-use crate::text::{
-    cjk_bigrams, coverage, edit_distance, excerpt, fts_literal, query_terms, window_coverage, words,
-};
+use crate::postings::{Change, Reader, counters};
+use crate::scoring::{Postings, Tiers, rank};
+use crate::terms::{column, term};
+use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
-const SCHEMA_VERSION: &str = "7";
-
-/// BM25 weights of the FTS columns: id, title, headings, summary and tags,
-/// body, CJK bigrams. Where a word appears says how much it is about it.
-const WEIGHTS: &str = "5.0, 3.0, 3.0, 2.0, 1.0, 1.0";
+const SCHEMA_VERSION: &str = "8";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,11 +38,15 @@ CREATE TABLE IF NOT EXISTS docs(
 CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, child TEXT NOT NULL,
     PRIMARY KEY(parent, ord));
 CREATE INDEX IF NOT EXISTS links_child ON links(child);
-CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, doc TEXT NOT NULL, heading_path TEXT NOT NULL,
-    text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL,
+    heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
-    content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+    content='', contentless_delete=1, tokenize='ascii');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_instances USING fts5vocab(fts, instance);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_rows USING fts5vocab(fts, row);
+CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL,
+    passages INTEGER NOT NULL, tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS spellings(word TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks(passage INTEGER NOT NULL, ord INTEGER NOT NULL, key INTEGER NOT NULL,
@@ -58,6 +59,8 @@ CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, model TEXT NOT NUL
 pub struct SqliteIndex {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// What searches read of the full-text index; locked while `conn` is.
+    reader: Mutex<Reader>,
     /// The sentence encoder of dense retrieval, and its vectors in memory.
     /// Set once, possibly after opening: a server loads the model in the
     /// background and searches by BM25 alone meanwhile.
@@ -93,7 +96,7 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
-        Ok(SqliteIndex { conn: Mutex::new(conn), path, dense: OnceLock::new() })
+        Ok(SqliteIndex { conn: Mutex::new(conn), reader: Mutex::default(), path, dense: OnceLock::new() })
     }
 
     /// Adds dense retrieval by `encoder`'s vectors to BM25: passages it has
@@ -121,6 +124,22 @@ impl SqliteIndex {
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
         backend(&self.path)
+    }
+
+    /// Runs `write` in a write transaction; what it returns it changed of
+    /// the full-text index is applied to the postings searches keep.
+    fn write<T>(
+        &self,
+        write: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<(T, Change)>,
+    ) -> Result<T, IndexError> {
+        let mut conn = self.conn();
+        let tx = write_transaction(&mut conn).map_err(self.err())?;
+        let before = counters(&tx).map_err(self.err())?;
+        let (value, change) = write(&tx).map_err(self.err())?;
+        tx.commit().map_err(self.err())?;
+        let after = counters(&conn).map_err(self.err())?;
+        self.reader.lock().unwrap_or_else(|e| e.into_inner()).wrote(before, after, change);
+        Ok(value)
     }
 }
 
@@ -151,12 +170,12 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
         if version(&conn).as_deref() != Some(SCHEMA_VERSION) {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words_vocab; DROP TABLE IF EXISTS words;
+                 DROP TABLE IF EXISTS fts_instances; DROP TABLE IF EXISTS fts_rows; DROP TABLE IF EXISTS totals;
                  DROP TABLE IF EXISTS spellings; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
                  DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;",
             )?;
             conn.execute_batch(SCHEMA)?;
-            // The rank column orders by BM25 with memtree's column weights.
-            conn.execute(&format!("INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25({WEIGHTS})')"), [])?;
+            conn.execute("INSERT INTO totals VALUES (0, ?1, 0, 0)", [new_generation()])?;
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])?;
         }
         conn.execute_batch("COMMIT")?;
@@ -165,6 +184,13 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
     // index's hot pages in memory without holding the whole file.
     conn.pragma_update(None, "cache_size", -8192)?;
     Ok(conn)
+}
+
+/// A number no earlier index at this path had: the lengths a process
+/// keeps in memory (`Lengths`) belong to one generation of the index.
+fn new_generation() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_nanos() as i64
 }
 
 /// Opens the index read-only, as it is (no schema change, no WAL file
@@ -230,12 +256,19 @@ fn scope_from(s: Option<String>) -> Option<Scope> {
 }
 
 /// Deletes every row of `ids` from the index tables, inside `tx`; their
-/// words are counted out of `spelt`.
-fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellings) -> rusqlite::Result<()> {
-    let mut rows = tx.prepare_cached("SELECT rowid, heading_path, text FROM passages WHERE doc = ?1")?;
+/// words are counted out of `spelt`, their passages' rowids added to `gone`.
+fn delete_docs(
+    tx: &rusqlite::Transaction<'_>,
+    ids: &[&str],
+    spelt: &mut Spellings,
+    gone: &mut Vec<i64>,
+) -> rusqlite::Result<()> {
+    let mut rows =
+        tx.prepare_cached("SELECT rowid, heading_path, text, tokens FROM passages WHERE doc = ?1")?;
     let mut doc = tx.prepare_cached("SELECT title, coalesce(summary, ''), tags FROM docs WHERE id = ?1")?;
     let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
+    let (mut passages, mut tokens) = (0i64, 0i64);
     for id in ids {
         // Its words were counted in with its row in `docs`: passages
         // without one (no write leaves them) are deleted, counting nothing.
@@ -246,10 +279,14 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellin
             Some((title, summary, tags)) => format!("{id} {title} {summary} {tags}"),
             None => String::new(),
         };
-        let passages = rows
-            .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
-        for passage in passages {
-            let (rowid, heading_path, body) = passage?;
+        let rows = rows.query_map([id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+        })?;
+        for passage in rows {
+            let (rowid, heading_path, body, length) = passage?;
+            passages += 1;
+            tokens += length;
+            gone.push(rowid);
             del_fts.execute([rowid])?;
             del_chunks.execute([rowid])?;
             let headings: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
@@ -261,6 +298,15 @@ fn delete_docs(tx: &rusqlite::Transaction<'_>, ids: &[&str], spelt: &mut Spellin
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
         tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
+    }
+    count_passages(tx, -passages, -tokens)
+}
+
+/// Adds to the number of passages and of their terms.
+fn count_passages(tx: &rusqlite::Transaction<'_>, passages: i64, tokens: i64) -> rusqlite::Result<()> {
+    if passages != 0 {
+        tx.prepare_cached("UPDATE totals SET passages = passages + ?1, tokens = tokens + ?2")?
+            .execute(params![passages, tokens])?;
     }
     Ok(())
 }
@@ -312,23 +358,23 @@ impl SearchIndex for SqliteIndex {
         if docs.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
-        let tx = write_transaction(&mut conn).map_err(self.err())?;
-        (|| -> rusqlite::Result<()> {
+        self.write(|tx| {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
             let mut spelt = Spellings::default();
-            delete_docs(&tx, &ids, &mut spelt)?;
+            let mut change = Change::default();
+            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
             let mut doc_stmt = tx.prepare_cached(
                 "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
             let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let mut fts_stmt = tx.prepare_cached(
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
+            let (mut passages, mut tokens) = (0i64, 0i64);
             for doc in docs {
                 doc_stmt.execute(params![
                     doc.id.as_str(),
@@ -349,18 +395,34 @@ impl SearchIndex for SqliteIndex {
                     link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
                 }
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
+                let (id_terms, title_terms, meta_terms) =
+                    (column(&id_text(&doc.id)), column(&doc.title), column(&meta));
                 for passage in &doc.passages {
                     let headings = passage.heading_path.join(" › ");
+                    let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
+                    let columns = [
+                        id_terms.clone(),
+                        title_terms.clone(),
+                        column(&headings),
+                        meta_terms.clone(),
+                        column(&passage.text),
+                        cjk,
+                    ];
+                    let length: usize = columns.iter().map(|c| c.split(' ').filter(|t| !t.is_empty()).count()).sum();
                     passage_stmt.execute(params![
                         doc.id.as_str(),
                         serde_json::to_string(&passage.heading_path).expect("strings serialise"),
                         passage.text,
                         passage.line as i64,
                         passage.after,
+                        length as i64,
                     ])?;
                     let rowid = tx.last_insert_rowid();
-                    let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
-                    fts_stmt.execute(params![rowid, id_text(&doc.id), doc.title, headings, meta, passage.text, cjk])?;
+                    (passages, tokens) = (passages + 1, tokens + length as i64);
+                    fts_stmt.execute(params![
+                        rowid, columns[0], columns[1], columns[2], columns[3], columns[4], columns[5]
+                    ])?;
+                    change.added.push((rowid, columns));
                     for (ord, chunk) in chunks(&passage.heading_path, &passage.text).iter().enumerate() {
                         chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
                     }
@@ -373,23 +435,24 @@ impl SearchIndex for SqliteIndex {
                 }
                 spelt.count(&words, 1);
             }
-            spelt.write(&tx)?;
-            Ok(())
-        })()
-        .map_err(self.err())?;
-        tx.commit().map_err(self.err())
+            count_passages(tx, passages, tokens)?;
+            spelt.write(tx)?;
+            Ok(((), change))
+        })
     }
 
     fn remove(&self, ids: &[DocId]) -> Result<(), IndexError> {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
-        let tx = write_transaction(&mut conn).map_err(self.err())?;
         let ids: Vec<&str> = ids.iter().map(DocId::as_str).collect();
-        let mut spelt = Spellings::default();
-        delete_docs(&tx, &ids, &mut spelt).and_then(|()| spelt.write(&tx)).map_err(self.err())?;
-        tx.commit().map_err(self.err())
+        self.write(|tx| {
+            let mut spelt = Spellings::default();
+            let mut change = Change::default();
+            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
+            spelt.write(tx)?;
+            Ok(((), change))
+        })
     }
 
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
@@ -437,13 +500,13 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError> {
-        self.conn()
-            .execute(
+        self.write(|tx| {
+            tx.execute(
                 "UPDATE docs SET len = ?2, mtime = ?3, tag = ?4 WHERE id = ?1",
                 params![id.as_str(), stamp.len as i64, stamp.modified_ns as i64, stamp.tag as i64],
-            )
-            .map(drop)
-            .map_err(self.err())
+            )?;
+            Ok(((), Change::default()))
+        })
     }
 
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
@@ -452,10 +515,16 @@ impl SearchIndex for SqliteIndex {
         // all, and so whether its vector is worth making.
         let (plan, weight) = {
             let conn = self.conn();
-            let plan = plan(&conn, &request.query).map_err(&err)?;
+            let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+            // One snapshot of the file for the lengths and the postings.
+            let snapshot = conn.unchecked_transaction().map_err(&err)?;
+            let plan = rank_query(&snapshot, &mut reader, &request.query).map_err(&err)?;
+            snapshot.commit().map_err(&err)?;
             let weight = match (&plan, self.dense.get()) {
                 (_, None) => 0.0,
-                (Some(plan), Some(_)) => dense_weight(best_coverage(&conn, plan).map_err(&err)?),
+                (Some((plan, ranked)), Some(_)) => {
+                    dense_weight(best_coverage(&conn, plan, ranked).map_err(&err)?)
+                }
                 (None, Some(_)) => dense_weight(0.0),
             };
             (plan, weight)
@@ -513,17 +582,16 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError> {
-        let mut conn = self.conn();
-        let tx = write_transaction(&mut conn).map_err(self.err())?;
-        for id in ids {
-            tx.execute(
-                "INSERT INTO usage(id, count, last_ns) VALUES (?1, 1, ?2)
-                 ON CONFLICT(id) DO UPDATE SET count = count + 1, last_ns = ?2",
-                params![id.as_str(), now_ns as i64],
-            )
-            .map_err(self.err())?;
-        }
-        tx.commit().map_err(self.err())
+        self.write(|tx| {
+            for id in ids {
+                tx.execute(
+                    "INSERT INTO usage(id, count, last_ns) VALUES (?1, 1, ?2)
+                     ON CONFLICT(id) DO UPDATE SET count = count + 1, last_ns = ?2",
+                    params![id.as_str(), now_ns as i64],
+                )?;
+            }
+            Ok(((), Change::default()))
+        })
     }
 
     fn usage(&self) -> Result<Vec<Usage>, IndexError> {
@@ -563,16 +631,21 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn optimize(&self) -> Result<(), IndexError> {
-        self.conn().execute("INSERT INTO fts(fts) VALUES ('optimize')", []).map(drop).map_err(self.err())
+        // Merges FTS5's segments: the postings stay the same.
+        self.write(|tx| {
+            Ok((tx.execute("INSERT INTO fts(fts) VALUES ('optimize')", []).map(drop)?, Change::default()))
+        })
     }
 
     fn clear(&self) -> Result<(), IndexError> {
-        self.conn()
-            .execute_batch(
-                "BEGIN IMMEDIATE; DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM spellings;
-                 DELETE FROM chunks; COMMIT;",
-            )
-            .map_err(self.err())
+        self.write(|tx| {
+            let gone = tx.prepare("SELECT rowid FROM passages")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            tx.execute_batch(
+                "DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM spellings;
+                 DELETE FROM chunks; UPDATE totals SET passages = 0, tokens = 0;",
+            )?;
+            Ok(((), Change { gone, added: Vec::new() }))
+        })
     }
 }
 
@@ -592,29 +665,26 @@ impl SqliteIndex {
         let vectors = encoder
             .encode(&texts)
             .map_err(|source| IndexError::Backend { location: format!("embedding model {model}"), source })?;
-        let mut conn = self.conn();
-        let tx = write_transaction(&mut conn).map_err(self.err())?;
-        {
-            let mut insert = tx
-                .prepare_cached("INSERT OR IGNORE INTO vectors(model, key, vector) VALUES (?1, ?2, ?3)")
-                .map_err(self.err())?;
+        self.write(|tx| {
+            let mut insert =
+                tx.prepare_cached("INSERT OR IGNORE INTO vectors(model, key, vector) VALUES (?1, ?2, ?3)")?;
             for ((key, _), vector) in pending.iter().zip(&vectors) {
-                insert.execute(params![model, key, to_bytes(vector)]).map_err(self.err())?;
+                insert.execute(params![model, key, to_bytes(vector)])?;
             }
-        }
-        tx.commit().map_err(self.err())?;
-        Ok(pending.len())
+            Ok((pending.len(), Change::default()))
+        })
     }
 
     /// Drops the vectors no chunk has any more (of passages changed or
     /// gone): run when embedding has caught up.
     pub fn prune_vectors(&self) -> Result<usize, IndexError> {
-        self.conn()
-            .execute(
+        self.write(|tx| {
+            let pruned = tx.execute(
                 "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.key = vectors.key)",
                 [],
-            )
-            .map_err(self.err())
+            )?;
+            Ok((pruned, Change::default()))
+        })
     }
 }
 
@@ -665,19 +735,26 @@ fn refresh_vectors(conn: &Connection, model: &str, cache: &mut VectorCache) -> r
     Ok(())
 }
 
-/// How a query is run: the FTS5 expression, and the words whose matches
-/// an excerpt marks, with their weights.
+/// How a query is run: its words by how many passages hold them, and the
+/// words whose matches an excerpt marks, with their weights.
 #[derive(Debug, PartialEq)]
 struct QueryPlan {
-    expression: String,
+    /// Words whose passages are the candidates; words that only tell those
+    /// apart; words in most passages, which match only when nothing else does.
+    rare: Vec<String>,
+    frequent: Vec<String>,
+    useless: Vec<String>,
     terms: Vec<QueryTerm>,
     /// The query's own words, each weighing its idf, a word no passage
     /// holds weighing most: what [`coverage`] of a passage is measured by.
     words: Vec<QueryTerm>,
-    /// Each two words next to each other in the query, as an FTS5 `NEAR`
-    /// group (a stop word or two may stand between them in the text).
-    phrases: Option<String>,
+    /// Each two words next to each other in a short query.
+    pairs: Vec<(String, String)>,
 }
+
+/// A query's plan and the passages it matches with their BM25 scores,
+/// best first.
+type Ranked = (QueryPlan, Vec<(i64, f64)>);
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
 fn idf(df: i64, passages: i64) -> f64 {
@@ -685,29 +762,55 @@ fn idf(df: i64, passages: i64) -> f64 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
-/// The plan for `query`, from how many passages hold each of its words;
-/// `None` when nothing can match.
+/// The plan of `query` and the passages it matches with their BM25
+/// scores, best first; `None` when nothing can match. The postings of its
+/// words are read once, for their document frequencies and their scores.
 ///
-/// A word in more than half of the passages weighs nothing in BM25 (FTS5
-/// floors its IDF) and is left out. A frequent word (in more than a tenth)
-/// still counts in the score, but only for passages that also hold a
-/// rarer word: ranking the thousands of passages that share nothing else
-/// with the query is most of a search's work, for hits that would rank
-/// last. A word of a short query that matches nothing is joined by the
-/// indexed words one or two edits away.
-fn plan(conn: &Connection, query: &str) -> rusqlite::Result<Option<QueryPlan>> {
-    let passages: i64 = conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
-    let mut frequency = conn.prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1")?;
-    plan_from(
+/// A word in more than half of the passages weighs nothing in BM25 and is
+/// left out. A frequent word (in more than a tenth) still counts in the
+/// score, but only for passages that also hold a rarer word: the thousands
+/// of passages that share nothing else with the query would rank last. A
+/// word of a short query that matches nothing is joined by the indexed
+/// words one or two edits away.
+fn rank_query(conn: &Connection, reader: &mut Reader, query: &str) -> rusqlite::Result<Option<Ranked>> {
+    let corpus = reader.refresh(conn)?;
+    let plan = plan_from(
         query_terms(query),
-        passages,
-        |term| frequency.query_row([fts_literal(term)], |r| r.get(0)),
-        |term| near_words(conn, term),
-    )
+        corpus.passages as i64,
+        |word| Ok(reader.df(conn, &term(word))? as i64),
+        |word| near_words(conn, word),
+    )?;
+    let Some(plan) = plan else { return Ok(None) };
+    // The useless words are read where they occur only when nothing else
+    // matches: each is in most passages.
+    let mut seen = HashSet::new();
+    let mut read = |words: &[String]| -> rusqlite::Result<Vec<Arc<Postings>>> {
+        words
+            .iter()
+            .map(|w| term(w))
+            .filter(|k| seen.insert(k.clone()))
+            .map(|k| reader.postings(conn, &k))
+            .collect()
+    };
+    let rare = read(&plan.rare)?;
+    let frequent = read(&plan.frequent)?;
+    let useless = if rare.is_empty() && frequent.is_empty() { read(&plan.useless)? } else { Vec::new() };
+    let pairs: Vec<(Arc<Postings>, Arc<Postings>)> = plan
+        .pairs
+        .iter()
+        .map(|(a, b)| Ok((reader.postings(conn, &term(a))?, reader.postings(conn, &term(b))?)))
+        .collect::<rusqlite::Result<_>>()?;
+    let tiers = Tiers {
+        rare: rare.iter().map(|p| &**p).collect(),
+        frequent: frequent.iter().map(|p| &**p).collect(),
+        useless: useless.iter().map(|p| &**p).collect(),
+        pairs: pairs.iter().map(|(a, b)| (&**a, &**b)).collect(),
+    };
+    Ok(Some((plan, rank(&tiers, corpus, |rowid| reader.length(rowid)))))
 }
 
-/// [`plan`], given the number of passages, each word's document frequency
-/// (`df`) and its near words.
+/// [`rank_query`]'s plan, given the number of passages, each word's
+/// document frequency (`df`) and its near words.
 fn plan_from(
     terms: Vec<String>,
     passages: i64,
@@ -751,29 +854,30 @@ fn plan_from(
             rare.push(term.clone());
         }
     }
-    let any = |words: &[String]| {
-        format!("({})", words.iter().map(|t| fts_literal(t)).collect::<Vec<_>>().join(" OR "))
-    };
-    let expression = match (rare.is_empty(), frequent.is_empty(), useless.is_empty()) {
-        (false, true, _) => any(&rare),
-        (false, false, _) => format!("{r} OR ({r} AND {f})", r = any(&rare), f = any(&frequent)),
-        (true, false, _) => any(&frequent),
-        (true, true, false) => any(&useless),
-        (true, true, true) => return Ok(None),
-    };
+    if rare.is_empty() && frequent.is_empty() && useless.is_empty() {
+        return Ok(None);
+    }
     let mut seen = HashSet::new();
     weighted.retain(|t| seen.insert(t.word.clone()));
-    let pairs: Vec<String> = (1..words.len())
-        .filter(|&i| held[i - 1] && held[i])
-        .map(|i| (&words[i - 1].word, &words[i].word))
-        .filter(|(a, b)| ![a, b].iter().any(|w| w.chars().any(crate::text::is_cjk)))
-        .map(|(a, b)| format!("NEAR({} {}, 2)", fts_literal(a), fts_literal(b)))
-        .collect();
-    let phrases = (!pairs.is_empty() && words.len() <= PHRASE_QUERY_WORDS).then(|| pairs.join(" OR "));
-    Ok(Some(QueryPlan { expression, terms: weighted, words, phrases }))
+    let pairs = if words.len() <= PHRASE_QUERY_WORDS {
+        (1..words.len())
+            .filter(|&i| held[i - 1] && held[i])
+            .map(|i| (words[i - 1].word.clone(), words[i].word.clone()))
+            .filter(|(a, b)| ![a, b].iter().any(|w| w.chars().any(crate::text::is_cjk)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Some(QueryPlan { rare, frequent, useless, terms: weighted, words, pairs }))
 }
 
-/// Runs `plan`: FTS5 ranks alone (phrases lifted), fused with the nearest
+/// Queries of at most this many words are lifted by their phrases: in a
+/// short query, words side by side are a name or a term (`release train`,
+/// `cedar strips`); in a longer question they are mostly incidental, and
+/// lifting them cost ranking quality on both relevance sets.
+const PHRASE_QUERY_WORDS: usize = 3;
+
+/// Runs `plan`: its BM25 ranking alone, or fused with the nearest
 /// passages by meaning when `dense` gives them with their weight; then
 /// only the best candidates (six times the matches asked for, at least 60)
 /// are joined to their passage and document and filtered by scope and
@@ -782,7 +886,7 @@ fn plan_from(
 /// larger batch is taken.
 fn execute(
     conn: &Connection,
-    plan: Option<&QueryPlan>,
+    plan: Option<&Ranked>,
     dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
 ) -> rusqlite::Result<Matched> {
@@ -790,8 +894,10 @@ fn execute(
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
     };
-    let mut ranked =
-        conn.prepare_cached("SELECT rowid, rank FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+    let (plan, ranked) = match plan {
+        Some((plan, ranked)) => (Some(plan), ranked.as_slice()),
+        None => (None, &[][..]),
+    };
     let mut details = conn.prepare_cached(
         "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
                 d.confidence, d.status, d.expires, u.count, p.after
@@ -800,21 +906,12 @@ fn execute(
     )?;
     let mut batch = (request.limit * 6).max(60);
     loop {
-        // FTS5's rank is negative, lower better: a BM25 score is its negation.
-        let mut bm25: Vec<(i64, f64)> = match plan {
-            Some(plan) => ranked
-                .query_map(params![plan.expression, batch as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?
-                .collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
-        if let Some(phrases) = plan.and_then(|p| p.phrases.as_ref().map(|ph| (p, ph))) {
-            lift_phrases(conn, phrases.0, phrases.1, request.limit * 2, &mut bm25)?;
-        }
+        let bm25 = &ranked[..batch.min(ranked.len())];
         let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
-        let complete = bm25.len() < batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
+        let complete = ranked.len() <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
         let candidates = match &nearest {
-            Some((nearest, weight)) => fuse(&bm25, nearest, *weight),
-            None => bm25.into_iter().map(|(rowid, score)| (rowid, score, Signals::BM25)).collect(),
+            Some((nearest, weight)) => fuse(bm25, nearest, *weight),
+            None => bm25.iter().map(|&(rowid, score)| (rowid, score, Signals::BM25)).collect(),
         };
         let wanted = |found: &Match| {
             request.scope.is_none_or(|s| found.hit.scope == Some(s))
@@ -927,62 +1024,16 @@ fn lift_described(
     Ok(())
 }
 
-/// How much more a passage weighs that holds two of the query's words
-/// side by side, as the query has them.
-const PHRASE_LIFT: f64 = 0.25;
-
-/// Queries of at most this many words are lifted by their phrases: in a
-/// short query, words side by side are a name or a term (`release train`,
-/// `cedar strips`); in a longer question they are mostly incidental, and
-/// lifting them cost ranking quality on both relevance sets.
-const PHRASE_QUERY_WORDS: usize = 3;
-
-/// Lifts the BM25 score of the best `batch` passages holding a pair of the
-/// query's neighbouring words together, and brings in those BM25 alone
-/// ranked below its candidates: where many passages hold both words (two
-/// common words of a large store), the one that says them together is the
-/// one meant.
-fn lift_phrases(
-    conn: &Connection,
-    plan: &QueryPlan,
-    phrases: &str,
-    batch: usize,
-    bm25: &mut Vec<(i64, f64)>,
-) -> rusqlite::Result<()> {
-    let rows = best_passages(conn, phrases, batch)?;
-    let mut score_of = conn.prepare_cached("SELECT rank FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
-    for rowid in rows {
-        match bm25.iter_mut().find(|c| c.0 == rowid) {
-            Some(found) => found.1 *= 1.0 + PHRASE_LIFT,
-            None => {
-                let rank: Option<f64> =
-                    score_of.query_row(params![plan.expression, rowid], |r| r.get(0)).optional()?;
-                if let Some(rank) = rank {
-                    bm25.push((rowid, -rank * (1.0 + PHRASE_LIFT)));
-                }
-            }
-        }
-    }
-    bm25.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(())
-}
-
 /// The `k` passages nearest the query's vector, with their cosines.
 type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32, usize)>;
 
 /// How much of the query the passage BM25 ranks first covers
 /// ([`coverage`]); 0 when none matches.
-fn best_coverage(conn: &Connection, plan: &QueryPlan) -> rusqlite::Result<f64> {
-    match best_passages(conn, &plan.expression, 1)?.first() {
-        Some(&rowid) => Ok(coverage(&searched_text(conn, rowid)?, &plan.words)),
+fn best_coverage(conn: &Connection, plan: &QueryPlan, ranked: &[(i64, f64)]) -> rusqlite::Result<f64> {
+    match ranked.first() {
+        Some(&(rowid, _)) => Ok(coverage(&searched_text(conn, rowid)?, &plan.words)),
         None => Ok(0.0),
     }
-}
-
-/// The `limit` passages BM25 ranks first for an FTS5 `expression`.
-fn best_passages(conn: &Connection, expression: &str, limit: usize) -> rusqlite::Result<Vec<i64>> {
-    let mut best = conn.prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
-    best.query_map(params![expression, limit as i64], |r| r.get(0))?.collect()
 }
 
 /// The text of a passage that full-text search looks at: its document's
@@ -1137,23 +1188,23 @@ mod tests {
             plan_of("postgres port service", &[("postgres", 3), ("port", 20), ("service", 90)]).unwrap();
         // Rare words match alone; a frequent one only beside a rare one;
         // one in most passages not at all.
-        assert_eq!(plan.expression, r#"("postgres") OR (("postgres") AND ("port"))"#);
+        assert_eq!(
+            (plan.rare, plan.frequent, plan.useless),
+            (vec!["postgres".into()], vec!["port".into()], vec!["service".into()])
+        );
         let words: Vec<&str> = plan.terms.iter().map(|t| t.word.as_str()).collect();
         assert_eq!(words, ["postgres", "port", "service"]);
         let weights: Vec<f64> = plan.terms.iter().map(|t| t.weight).collect();
         assert!(weights[0] > weights[1] && weights[1] > weights[2], "the rarer, the heavier: {weights:?}");
         let only_common = plan_of("the and", &[("the", 90), ("and", 95)]).unwrap();
-        assert_eq!(
-            only_common.expression, r#"("the" OR "and")"#,
-            "with nothing better, common words still match"
-        );
+        assert_eq!(only_common.useless, ["the", "and"], "with nothing better, common words still match");
         assert_eq!(plan_of("zzz", &[]), None, "nothing can match");
     }
 
     #[test]
     fn a_short_query_s_unknown_word_brings_its_near_words() {
         let plan = plan_of("databse", &[]).unwrap();
-        assert_eq!(plan.expression, r#"("database")"#);
+        assert_eq!(plan.rare, ["database"]);
         let words: Vec<(&str, bool)> = plan.terms.iter().map(|t| (t.word.as_str(), t.weight > 0.0)).collect();
         assert_eq!(
             words,
@@ -1169,21 +1220,22 @@ mod tests {
     fn a_short_query_s_neighbouring_words_are_its_phrases() {
         let df = [("release", 9), ("train", 9), ("schedule", 9), ("postgres", 3)];
         let plan = plan_of("release train", &df).unwrap();
-        assert_eq!(plan.phrases.as_deref(), Some(r#"NEAR("release" "train", 2)"#));
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(plan.pairs, [pair("release", "train")]);
         let three = plan_of("the release train schedule", &df).unwrap();
         assert_eq!(
-            three.phrases.as_deref(),
-            Some(r#"NEAR("release" "train", 2) OR NEAR("train" "schedule", 2)"#),
+            three.pairs,
+            [pair("release", "train"), pair("train", "schedule")],
             "stop words are not words of a phrase"
         );
-        assert_eq!(plan_of("postgres", &df).unwrap().phrases, None, "one word");
+        assert_eq!(plan_of("postgres", &df).unwrap().pairs, [], "one word");
         assert_eq!(
-            plan_of("release zzz train", &df).unwrap().phrases,
-            None,
+            plan_of("release zzz train", &df).unwrap().pairs,
+            [],
             "a word no passage holds breaks the pair"
         );
         let long = plan_of("release train schedule postgres", &df).unwrap();
-        assert_eq!(long.phrases, None, "a longer question is not lifted");
+        assert_eq!(long.pairs, [], "a longer question is not lifted");
     }
 
     #[test]

@@ -79,11 +79,6 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
-/// An FTS5 string literal: the term in double quotes, quotes doubled.
-pub fn fts_literal(term: &str) -> String {
-    format!("\"{}\"", term.replace('"', "\"\""))
-}
-
 /// Edit distance in which swapping two neighbouring letters is one edit,
 /// as a typing slip is (optimal string alignment: `recieve` is one edit
 /// from `receive`), giving up (returning `limit + 1`) past `limit`.
@@ -505,11 +500,6 @@ mod tests {
         assert_eq!(query_terms("メモ帳の使い方"), ["メモ", "モ帳", "帳の", "の使", "使い", "い方"]);
         assert_eq!(query_terms("deploy手順"), ["deploy", "手順"]);
         assert!(query_terms("?!:()").is_empty());
-    }
-
-    #[test]
-    fn fts_literals_escape_quotes() {
-        assert_eq!(fts_literal("a\"b"), "\"a\"\"b\"");
     }
 
     #[test]

@@ -1,0 +1,218 @@
+//! What a search reads of the index file to score passages itself: how
+//! many passages hold a term and where it occurs, through FTS5's
+//! `fts5vocab` tables over the full-text index, and each passage's length
+//! in terms. [`Reader`] keeps them between searches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::scoring::{Corpus, Instance, Postings};
+
+/// The FTS5 columns in order, as `fts5vocab` names them.
+const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
+
+/// The terms' postings and document frequencies read so far, and the
+/// passages' lengths, kept between searches. This process's own writes
+/// are applied to the postings held ([`Reader::wrote`]); a write by another
+/// process drops them all, as does holding more than [`HELD_INSTANCES`].
+#[derive(Default)]
+pub struct Reader {
+    lengths: Lengths,
+    /// The index's change counters the postings are current at: SQLite's
+    /// `data_version` (other connections' commits) and this connection's
+    /// total changes.
+    at: (i64, u64),
+    postings: HashMap<String, Arc<Postings>>,
+    df: HashMap<String, usize>,
+    held: usize,
+    /// This process's writes since the postings were last brought up to date.
+    pending: Vec<Change>,
+}
+
+/// The most instances [`Reader`] keeps, about 16 MiB: the postings of the
+/// words searched most in a large store.
+const HELD_INSTANCES: usize = 1 << 20;
+
+/// Past this many passages written and not yet applied, the postings held
+/// are dropped instead.
+const PENDING_PASSAGES: usize = 10_000;
+
+/// What a write changed of the full-text index: the passages it deleted,
+/// and those it added with their columns' terms (see `terms.rs`).
+#[derive(Default)]
+pub struct Change {
+    pub gone: Vec<i64>,
+    pub added: Vec<(i64, [String; 6])>,
+}
+
+/// The counters a [`Reader`] is current at, for `conn` now.
+pub fn counters(conn: &Connection) -> rusqlite::Result<(i64, u64)> {
+    let version = conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
+    Ok((version, conn.total_changes()))
+}
+
+impl Reader {
+    /// Brings the reader up to date with the index; returns the number of
+    /// passages and their mean length.
+    pub fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
+        let at = counters(conn)?;
+        if at == self.at && self.held <= HELD_INSTANCES {
+            for change in std::mem::take(&mut self.pending) {
+                self.apply(change);
+            }
+        } else {
+            self.at = at;
+            self.postings.clear();
+            self.df.clear();
+            self.pending.clear();
+            self.held = 0;
+        }
+        self.lengths.refresh(conn)
+    }
+
+    /// Records `change`, a write of this process that moved the counters
+    /// from `before` to `after`: the postings held stay current if they were
+    /// at `before` and no other process wrote in between.
+    pub fn wrote(&mut self, before: (i64, u64), after: (i64, u64), change: Change) {
+        let size = |c: &Change| c.added.len() + c.gone.len();
+        let queued: usize = self.pending.iter().map(size).sum::<usize>() + size(&change);
+        if self.at == before && after.0 == before.0 && queued <= PENDING_PASSAGES {
+            self.at = after;
+            if !change.gone.is_empty() || !change.added.is_empty() {
+                self.pending.push(change);
+            }
+        } else {
+            // Not current: the next refresh drops everything.
+            self.at = (i64::MIN, 0);
+        }
+    }
+
+    /// Applies a write to the postings and frequencies held. A deleted
+    /// passage's terms are not known, so the frequencies held without
+    /// postings are dropped.
+    fn apply(&mut self, change: Change) {
+        if !change.gone.is_empty() {
+            self.df.clear();
+            for p in self.postings.values_mut() {
+                let p = Arc::make_mut(p);
+                for &rowid in &change.gone {
+                    p.remove(rowid);
+                }
+            }
+        }
+        for (rowid, columns) in change.added {
+            let mut counted = std::collections::HashSet::new();
+            for (column, text) in columns.iter().enumerate() {
+                for (offset, term) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
+                    if let Some(p) = self.postings.get_mut(term) {
+                        Arc::make_mut(p).push(Instance {
+                            rowid,
+                            column: column as u8,
+                            offset: offset as u32,
+                        });
+                        self.held += 1;
+                    } else if let Some(df) = self.df.get_mut(term)
+                        && counted.insert(term)
+                    {
+                        *df += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The number of passages holding `term`. Counting them is a walk of
+    /// the term's list of passages, much cheaper than reading where in them
+    /// it occurs.
+    pub fn df(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<usize> {
+        if let Some(p) = self.postings.get(term) {
+            return Ok(p.df());
+        }
+        if let Some(&df) = self.df.get(term) {
+            return Ok(df);
+        }
+        let mut stmt = conn.prepare_cached("SELECT doc FROM fts_rows WHERE term = ?1")?;
+        let df: i64 = stmt.query_row([term], |r| r.get(0)).optional()?.unwrap_or(0);
+        self.df.insert(term.to_owned(), df as usize);
+        Ok(df as usize)
+    }
+
+    /// Every instance of `term`.
+    pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
+        if let Some(p) = self.postings.get(term) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(read_postings(conn, term)?);
+        self.held += p.len();
+        self.postings.insert(term.to_owned(), p.clone());
+        Ok(p)
+    }
+
+    /// The length of passage `rowid` in terms.
+    pub fn length(&self, rowid: i64) -> u32 {
+        self.lengths.get(rowid)
+    }
+}
+
+/// Every instance of `term` (an index term, see `terms.rs`).
+fn read_postings(conn: &Connection, term: &str) -> rusqlite::Result<Postings> {
+    let mut stmt = conn.prepare_cached("SELECT doc, col, offset FROM fts_instances WHERE term = ?1")?;
+    let mut rows = stmt.query([term])?;
+    let mut instances = Vec::new();
+    while let Some(row) = rows.next()? {
+        let column = row.get_ref(1)?.as_str()?;
+        instances.push(Instance {
+            rowid: row.get(0)?,
+            column: COLUMNS.iter().position(|c| *c == column).unwrap_or(COLUMNS.len() - 1) as u8,
+            offset: row.get(2)?,
+        });
+    }
+    Ok(Postings::new(instances))
+}
+
+/// The length in terms of every passage this process has seen, by rowid.
+/// Rowids are never reused (`AUTOINCREMENT`), so a passage's length never
+/// changes and an update only appends those written since; a deleted
+/// passage's stays until the next full load, harmless, as no term leads to
+/// it. A new index (a schema change, a reindex) starts another generation.
+#[derive(Default)]
+struct Lengths {
+    generation: i64,
+    rows: Vec<(i64, u32)>,
+}
+
+impl Lengths {
+    /// Brings the lengths up to date; returns the number of passages and
+    /// their mean length.
+    fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
+        let (generation, passages, tokens): (i64, i64, i64) =
+            conn.query_row("SELECT generation, passages, tokens FROM totals", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        // Lengths of deleted passages outnumbering the living: start over.
+        let stale = self.rows.len() > 2 * passages.max(0) as usize + 1024;
+        if generation != self.generation || stale {
+            self.generation = generation;
+            self.rows.clear();
+        }
+        let last = self.rows.last().map_or(0, |r| r.0);
+        let mut stmt =
+            conn.prepare_cached("SELECT rowid, tokens FROM passages WHERE rowid > ?1 ORDER BY rowid")?;
+        let mut rows = stmt.query(params![last])?;
+        while let Some(row) = rows.next()? {
+            self.rows.push((row.get(0)?, row.get(1)?));
+        }
+        Ok(Corpus {
+            passages: passages as f64,
+            mean_length: if passages > 0 { tokens as f64 / passages as f64 } else { 0.0 },
+        })
+    }
+
+    /// The length of passage `rowid` (0 if unknown: one written after the
+    /// last refresh).
+    fn get(&self, rowid: i64) -> u32 {
+        self.rows.binary_search_by_key(&rowid, |r| r.0).map_or(0, |i| self.rows[i].1)
+    }
+}

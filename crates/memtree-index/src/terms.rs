@@ -1,0 +1,86 @@
+//! The terms the full-text index holds and a query looks up: each word
+//! lower-cased, without its diacritics, and stemmed when it is made of
+//! plain letters (Snowball's English stemmer, Porter's second version:
+//! `running` → `run`). CJK runs are left to their bigrams (`text.rs`).
+//!
+//! memtree makes the terms itself and FTS5 only splits them at spaces (its
+//! `ascii` tokenizer, which keeps every other character), so the terms a
+//! search reads back with their positions are exactly the ones written,
+//! and a query's words become terms by the same function.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+use crate::text::{is_cjk, words};
+
+static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// Longer words are not stemmed, as FTS5's Porter stemmer does not stem them.
+const STEMMED_MAX: usize = 64;
+
+/// The index term of one word (a run of letters and digits).
+pub fn term(word: &str) -> String {
+    let lower = word.to_lowercase();
+    let plain: String = if lower.is_ascii() || lower.chars().any(is_cjk) {
+        lower
+    } else {
+        lower.nfd().filter(|c| !is_combining_mark(*c)).collect()
+    };
+    // Numbers, codes (`v2`) and words of other alphabets are kept whole:
+    // an English stemmer would only mangle them. So is a word longer than
+    // any English one, on which the stemmer's time grows with the square
+    // of its length (a megabyte of `y` took over 30 seconds).
+    if (3..=STEMMED_MAX).contains(&plain.len()) && plain.bytes().all(|b| b.is_ascii_lowercase()) {
+        ENGLISH.stem(&plain).into_owned()
+    } else {
+        plain
+    }
+}
+
+/// The terms of `text`'s words, in order; CJK characters are not part of
+/// any (their bigrams are indexed apart).
+pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
+    words(text).flat_map(|w| w.split(is_cjk).filter(|piece| !piece.is_empty()).map(term))
+}
+
+/// A column's text as the index stores it: its terms, space-separated.
+pub fn column(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for t in terms(text) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_word_s_term_is_its_lower_cased_stem_without_diacritics() {
+        assert_eq!(term("Running"), "run");
+        assert_eq!(term("deployments"), "deploy");
+        assert_eq!(term("Café"), "cafe");
+        assert_eq!(term("naïve"), "naiv");
+        // Numbers, codes and other alphabets are not stemmed.
+        assert_eq!(term("2024"), "2024");
+        assert_eq!(term("v2s"), "v2s");
+        assert_eq!(term("Ключи"), "ключи");
+        assert_eq!(term("is"), "is");
+        let long = "y".repeat(1 << 20);
+        assert_eq!(term(&long), long, "a megabyte-long word is kept whole, at once");
+    }
+
+    #[test]
+    fn a_column_holds_the_terms_of_its_words_but_not_cjk() {
+        assert_eq!(column("Deploying the API-gateway, twice!"), "deploy the api gateway twice");
+        assert_eq!(column("port 5432 東京タワー tokyo東京"), "port 5432 tokyo");
+        assert_eq!(column("…"), "");
+    }
+}

@@ -1,0 +1,78 @@
+//! A search keeps the postings it read for the next one. Whatever was
+//! written since, by this process or another, it must rank exactly as a
+//! newly opened index ranks.
+
+use memtree_core::{DocId, IndexedDoc, SearchIndex, SearchRequest, Stamp};
+use memtree_index::SqliteIndex;
+
+fn doc(id: &str, text: &str) -> IndexedDoc {
+    let stamp = Stamp { len: text.len() as u64, modified_ns: 1, tag: 0 };
+    IndexedDoc::from_text(DocId::parse(id).unwrap(), text, stamp)
+}
+
+const QUERIES: &[&str] = &[
+    "postgres port",
+    "release train",
+    "deploy",
+    "how do we deploy the release train",
+    "alice manager",
+    "staging",
+    "cache invalidation",
+];
+
+/// The hits of every query: document, heading and score.
+fn results(index: &SqliteIndex) -> Vec<Vec<(String, String, u64)>> {
+    QUERIES
+        .iter()
+        .map(|q| {
+            let request = SearchRequest { query: (*q).into(), limit: 8, scope: None, under: None };
+            let found = index.search(&request).unwrap();
+            found
+                .matches
+                .iter()
+                .map(|m| (m.hit.id.to_string(), m.hit.heading.clone(), m.hit.score.to_bits()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_search_after_writes_ranks_as_a_newly_opened_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.sqlite");
+    let this = SqliteIndex::open(&path).unwrap();
+    this.upsert(&[
+        doc("infra", "# Infra\n\n## Databases\nStaging postgres listens on port 5433.\n\n## Deploy\nDeploy with the release train.\n"),
+        doc("people", "# People\n\n## Alice\nAlice is the engineering manager.\n"),
+        doc("cache", "# Cache\n\nCache invalidation is hard; the staging cache is flushed on deploy.\n"),
+        doc("notes", "# Notes\n\nThe release train leaves on Tuesdays. Postgres upgrades wait for it.\n"),
+    ])
+    .unwrap();
+    let fresh = || results(&SqliteIndex::open(&path).unwrap());
+    assert_eq!(results(&this), fresh());
+    assert!(results(&this).iter().all(|hits| !hits.is_empty()), "every query finds something");
+
+    // This process rewrites, adds and removes: the postings it holds follow.
+    this.upsert(&[
+        doc("infra", "# Infra\n\n## Databases\nStaging postgres now listens on port 6543.\n"),
+        doc(
+            "runbook",
+            "# Runbook\n\n## Deploy\nTo deploy, board the release train; postgres port checks first.\n",
+        ),
+    ])
+    .unwrap();
+    this.remove(&[DocId::parse("people").unwrap()]).unwrap();
+    assert_eq!(results(&this), fresh());
+    assert!(results(&this)[4].is_empty(), "alice is gone");
+
+    // Another process writes: what this one holds is read again.
+    let other = SqliteIndex::open(&path).unwrap();
+    other
+        .upsert(&[doc("people", "# People\n\n## Alice\nAlice is the staging manager; she owns the cache.\n")])
+        .unwrap();
+    assert_eq!(results(&this), fresh());
+    assert!(!results(&this)[4].is_empty(), "alice is back");
+
+    this.clear().unwrap();
+    assert!(results(&this).iter().all(|hits| hits.is_empty()), "nothing after a clear");
+}
