@@ -176,33 +176,43 @@ fn read_postings(conn: &Connection, term: &str) -> rusqlite::Result<Postings> {
 /// Rowids are never reused (`AUTOINCREMENT`), so a passage's length never
 /// changes and an update only appends those written since; a deleted
 /// passage's stays until the next full load, harmless, as no term leads to
-/// it. A new index (a schema change, a reindex) starts another generation.
+/// it. Lengths are found by rowid directly: a search looks up thousands. A
+/// new index (a schema change, a reindex) starts another generation.
 #[derive(Default)]
 struct Lengths {
     generation: i64,
-    rows: Vec<(i64, u32)>,
+    /// The rowid of `lengths[0]`.
+    first: i64,
+    /// By rowid from `first`; 0 for a rowid never seen.
+    lengths: Vec<u32>,
+    /// How many of `lengths` are passages seen.
+    seen: usize,
 }
 
 impl Lengths {
     /// Brings the lengths up to date; returns the number of passages and
     /// their mean length.
     fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
-        let (generation, passages, tokens): (i64, i64, i64) =
-            conn.query_row("SELECT generation, passages, tokens FROM totals", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
+        let (generation, passages, tokens): (i64, i64, i64) = conn
+            .prepare_cached("SELECT generation, passages, tokens FROM totals")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         // Lengths of deleted passages outnumbering the living: start over.
-        let stale = self.rows.len() > 2 * passages.max(0) as usize + 1024;
+        let stale = self.seen > 2 * passages.max(0) as usize + 1024;
         if generation != self.generation || stale {
-            self.generation = generation;
-            self.rows.clear();
+            *self = Lengths { generation, ..Lengths::default() };
         }
-        let last = self.rows.last().map_or(0, |r| r.0);
+        let last = self.first + self.lengths.len() as i64 - 1;
         let mut stmt =
             conn.prepare_cached("SELECT rowid, tokens FROM passages WHERE rowid > ?1 ORDER BY rowid")?;
-        let mut rows = stmt.query(params![last])?;
+        let mut rows = stmt.query(params![last.max(0)])?;
         while let Some(row) = rows.next()? {
-            self.rows.push((row.get(0)?, row.get(1)?));
+            let (rowid, length): (i64, u32) = (row.get(0)?, row.get(1)?);
+            if self.lengths.is_empty() {
+                self.first = rowid;
+            }
+            self.lengths.resize((rowid - self.first) as usize, 0);
+            self.lengths.push(length);
+            self.seen += 1;
         }
         Ok(Corpus {
             passages: passages as f64,
@@ -213,6 +223,6 @@ impl Lengths {
     /// The length of passage `rowid` (0 if unknown: one written after the
     /// last refresh).
     fn get(&self, rowid: i64) -> u32 {
-        self.rows.binary_search_by_key(&rowid, |r| r.0).map_or(0, |i| self.rows[i].1)
+        usize::try_from(rowid - self.first).ok().and_then(|i| self.lengths.get(i)).copied().unwrap_or(0)
     }
 }

@@ -42,9 +42,9 @@ impl Postings {
     /// Drops passage `rowid`'s instances.
     pub fn remove(&mut self, rowid: i64) {
         let start = self.instances.partition_point(|i| i.rowid < rowid);
-        let end = start + self.instances[start..].partition_point(|i| i.rowid == rowid);
-        if end > start {
-            self.instances.drain(start..end);
+        let len = self.instances[start..].partition_point(|i| i.rowid == rowid);
+        if len > 0 {
+            self.instances.drain(start..start + len);
             self.df -= 1;
         }
     }
@@ -57,9 +57,40 @@ impl Postings {
         self.instances.push(instance);
     }
 
+    /// A cursor over the passages, to look them up in passage order.
+    fn cursor(&self) -> Cursor<'_> {
+        Cursor { instances: &self.instances, at: 0 }
+    }
+
     /// Each passage with its instances.
     fn passages(&self) -> impl Iterator<Item = (i64, &[Instance])> {
         self.instances.chunk_by(|a, b| a.rowid == b.rowid).map(|run| (run[0].rowid, run))
+    }
+}
+
+/// Looks up passages in a term's postings in passage order, each from
+/// where the last was found: by galloping, so that looking up a few
+/// passages in a long list costs a few steps each, and many passages no
+/// more than one walk through it.
+struct Cursor<'a> {
+    instances: &'a [Instance],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The instances in passage `rowid` (not before the last looked up),
+    /// if the term occurs there.
+    fn seek(&mut self, rowid: i64) -> Option<&'a [Instance]> {
+        let rest = &self.instances[self.at..];
+        let mut step = 1;
+        while step < rest.len() && rest[step - 1].rowid < rowid {
+            step *= 2;
+        }
+        let end = step.min(rest.len());
+        self.at += rest[..end].partition_point(|i| i.rowid < rowid);
+        let rest = &self.instances[self.at..];
+        let len = rest.partition_point(|i| i.rowid == rowid);
+        (len > 0).then(|| &rest[..len])
     }
 }
 
@@ -94,6 +125,14 @@ impl Corpus {
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * relative))
     }
 
+    /// BM25's weight of a term in a passage where it occurs as
+    /// `instances`, before its idf.
+    fn weight(&self, rowid: i64, instances: &[Instance], length: &impl Fn(i64) -> u32) -> f64 {
+        let tf: f64 =
+            instances.iter().map(|i| COLUMN_WEIGHTS.get(usize::from(i.column)).unwrap_or(&1.0)).sum();
+        self.saturation(tf, length(rowid))
+    }
+
     /// Each passage of `postings` with the term's BM25 weight in it.
     fn weights<'a>(
         &'a self,
@@ -101,11 +140,9 @@ impl Corpus {
         length: &'a impl Fn(i64) -> u32,
     ) -> impl Iterator<Item = (i64, f64)> + 'a {
         let idf = self.idf(postings.df);
-        postings.passages().map(move |(rowid, instances)| {
-            let tf: f64 =
-                instances.iter().map(|i| COLUMN_WEIGHTS.get(usize::from(i.column)).unwrap_or(&1.0)).sum();
-            (rowid, idf * self.saturation(tf, length(rowid)))
-        })
+        postings
+            .passages()
+            .map(move |(rowid, instances)| (rowid, idf * self.weight(rowid, instances, length)))
     }
 }
 
@@ -126,28 +163,63 @@ pub const PHRASE_LIFT: f64 = 0.25;
 /// or other words may come between them).
 const PHRASE_SPAN: u32 = 3;
 
-/// The passages a query matches with their BM25 scores, best first (ties
-/// in passage order). Candidates are the passages holding a rare term; a
-/// frequent term adds its weight to them and, where one is held, the rare
-/// terms count twice, as they do in FTS5's ranking of `rare OR (rare AND
-/// frequent)`: with rare words in the query, a frequent one only tells
-/// their passages apart. Without a rare term the frequent ones match
-/// alone, and without those the useless ones. A passage holding a pair of
-/// the query's neighbouring words together weighs [`PHRASE_LIFT`] more.
+/// The passages a query matches with their BM25 scores, in passage order
+/// ([`best`] puts the best first). Candidates are the passages holding a
+/// rare term; a frequent term adds its weight to them and, where one is
+/// held, the rare terms count twice, as they do in FTS5's ranking of `rare
+/// OR (rare AND frequent)`: with rare words in the query, a frequent one
+/// only tells their passages apart. Without a rare term the frequent ones
+/// match alone, and without those the useless ones. A passage holding a
+/// pair of the query's neighbouring words together weighs [`PHRASE_LIFT`]
+/// more.
 pub fn rank(tiers: &Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
     let leading = [&tiers.rare, &tiers.frequent, &tiers.useless].into_iter().find(|t| !t.is_empty());
     let Some(leading) = leading else { return Vec::new() };
     let mut scores = sum(leading.iter().map(|p| corpus.weights(p, &length)));
+    // The frequent terms' weights in the candidates: each candidate is
+    // looked up in their postings, which are many times longer.
     if !tiers.rare.is_empty() && !tiers.frequent.is_empty() {
-        let frequent = sum(tiers.frequent.iter().map(|p| corpus.weights(p, &length)));
-        join(&mut scores, &frequent, |score, added| 2.0 * score + added);
+        let mut added: Vec<Option<f64>> = vec![None; scores.len()];
+        for p in &tiers.frequent {
+            let idf = corpus.idf(p.df);
+            let mut cursor = p.cursor();
+            for ((rowid, _), added) in scores.iter().zip(added.iter_mut()) {
+                if let Some(instances) = cursor.seek(*rowid) {
+                    *added = Some(added.unwrap_or(0.0) + idf * corpus.weight(*rowid, instances, &length));
+                }
+            }
+        }
+        for ((_, score), added) in scores.iter_mut().zip(added) {
+            if let Some(added) = added {
+                *score = 2.0 * *score + added;
+            }
+        }
     }
-    for &(a, b) in &tiers.pairs {
-        let together: Vec<(i64, f64)> = side_by_side(a, b).map(|rowid| (rowid, 0.0)).collect();
-        join(&mut scores, &together, |score, _| score * (1.0 + PHRASE_LIFT));
+    let mut pairs: Vec<(Cursor<'_>, Cursor<'_>)> =
+        tiers.pairs.iter().map(|(a, b)| (a.cursor(), b.cursor())).collect();
+    for (rowid, score) in scores.iter_mut() {
+        let mut together = false;
+        for (a, b) in pairs.iter_mut() {
+            // Every cursor moves to the passage, to stay in order.
+            together |= side_by_side(a.seek(*rowid), b.seek(*rowid));
+        }
+        if together {
+            *score *= 1.0 + PHRASE_LIFT;
+        }
     }
-    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scores
+}
+
+/// Puts the `k` best of `scores` first, best first (ties in passage
+/// order), and returns them; the rest stay unsorted.
+pub fn best(scores: &mut [(i64, f64)], k: usize) -> &[(i64, f64)] {
+    let order = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let k = k.min(scores.len());
+    if k < scores.len() {
+        scores.select_nth_unstable_by(k, order);
+    }
+    scores[..k].sort_unstable_by(order);
+    &scores[..k]
 }
 
 /// The passages of several weight lists (each in passage order), with the
@@ -155,6 +227,10 @@ pub fn rank(tiers: &Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> V
 fn sum(lists: impl Iterator<Item = impl Iterator<Item = (i64, f64)>>) -> Vec<(i64, f64)> {
     let mut total: Vec<(i64, f64)> = Vec::new();
     for list in lists {
+        if total.is_empty() {
+            total.extend(list);
+            continue;
+        }
         let list: Vec<(i64, f64)> = list.collect();
         let mut merged = Vec::with_capacity(total.len() + list.len());
         let (mut a, mut b) = (total.iter().peekable(), list.iter().peekable());
@@ -190,29 +266,11 @@ fn sum(lists: impl Iterator<Item = impl Iterator<Item = (i64, f64)>>) -> Vec<(i6
     total
 }
 
-/// Applies `f` to each passage of `scores` that `other` holds too (both in
-/// passage order), with `other`'s value.
-fn join(scores: &mut [(i64, f64)], other: &[(i64, f64)], f: impl Fn(f64, f64) -> f64) {
-    let mut other = other.iter().peekable();
-    for (rowid, score) in scores.iter_mut() {
-        while other.next_if(|o| o.0 < *rowid).is_some() {}
-        if let Some(&&(_, value)) = other.peek().filter(|o| o.0 == *rowid) {
-            *score = f(*score, value);
-        }
-    }
-}
-
-/// The passages, in order, where an instance of `a` and one of `b` stand
+/// Whether an instance of one term and one of another in a passage stand
 /// within [`PHRASE_SPAN`] positions of each other in one column.
-fn side_by_side<'a>(a: &'a Postings, b: &'a Postings) -> impl Iterator<Item = i64> + 'a {
-    let mut b_passages = b.passages().peekable();
-    a.passages().filter_map(move |(rowid, of_a)| {
-        while b_passages.next_if(|(r, _)| *r < rowid).is_some() {}
-        let (_, of_b) = b_passages.peek().filter(|(r, _)| *r == rowid)?;
-        of_a.iter()
-            .any(|x| of_b.iter().any(|y| x.column == y.column && x.offset.abs_diff(y.offset) <= PHRASE_SPAN))
-            .then_some(rowid)
-    })
+fn side_by_side(a: Option<&[Instance]>, b: Option<&[Instance]>) -> bool {
+    let (Some(a), Some(b)) = (a, b) else { return false };
+    a.iter().any(|x| b.iter().any(|y| x.column == y.column && x.offset.abs_diff(y.offset) <= PHRASE_SPAN))
 }
 
 #[cfg(test)]
@@ -226,8 +284,14 @@ mod tests {
 
     const CORPUS: Corpus = Corpus { passages: 100.0, mean_length: 10.0 };
 
+    /// `rank`'s passages, best first, with their scores.
+    fn scored(tiers: &Tiers<'_>, length: impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
+        let mut scores = rank(tiers, CORPUS, length);
+        best(&mut scores, usize::MAX).to_vec()
+    }
+
     fn ranked(tiers: &Tiers<'_>) -> Vec<i64> {
-        rank(tiers, CORPUS, |_| 10).into_iter().map(|(rowid, _)| rowid).collect()
+        scored(tiers, |_| 10).into_iter().map(|(rowid, _)| rowid).collect()
     }
 
     #[test]
@@ -244,16 +308,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cursor_finds_passages_in_order_near_or_far() {
+        let at: Vec<(i64, u8, u32)> = (0..1000).flat_map(|r| [(r * 3, 4, 0), (r * 3, 4, 9)]).collect();
+        let p = postings(&at);
+        let mut cursor = p.cursor();
+        assert_eq!(cursor.seek(0).map(<[_]>::len), Some(2));
+        assert_eq!(cursor.seek(1), None);
+        assert_eq!(cursor.seek(3).map(|i| i[0].rowid), Some(3));
+        assert_eq!(cursor.seek(2997).map(|i| i[1].offset), Some(9));
+        assert_eq!(cursor.seek(2998), None);
+        assert_eq!(cursor.seek(5000), None);
+    }
+
+    #[test]
     fn bm25_weighs_rare_terms_columns_and_counts() {
         let rare = postings(&[(1, 4, 0), (2, 4, 0), (2, 4, 5), (3, 1, 0)]);
         let tiers = Tiers { rare: vec![&rare], frequent: vec![], useless: vec![], pairs: vec![] };
-        let scores = rank(&tiers, CORPUS, |_| 10);
+        let scores = scored(&tiers, |_| 10);
         // The title (weight 3) beats two body instances, which beat one.
         assert_eq!(scores.iter().map(|s| s.0).collect::<Vec<_>>(), [3, 2, 1]);
         let idf = ((100.0f64 - 3.0 + 0.5) / 3.5).ln();
         assert!((scores[2].1 - idf).abs() < 1e-9, "one instance at mean length weighs the idf: {scores:?}");
         // A longer passage weighs less.
-        let scores = rank(&tiers, CORPUS, |rowid| if rowid == 1 { 5 } else { 40 });
+        let scores = scored(&tiers, |rowid| if rowid == 1 { 5 } else { 40 });
         assert!(scores.iter().find(|s| s.0 == 1).unwrap().1 > idf);
     }
 
@@ -274,9 +351,9 @@ mod tests {
         let release = postings(&[(1, 4, 0), (2, 4, 7), (3, 2, 1)]);
         let train = postings(&[(1, 4, 9), (2, 4, 8), (3, 4, 2)]);
         let tiers = Tiers { rare: vec![&release, &train], frequent: vec![], useless: vec![], pairs: vec![] };
-        let plain = rank(&tiers, CORPUS, |_| 10);
+        let plain = scored(&tiers, |_| 10);
         let tiers = Tiers { pairs: vec![(&release, &train)], ..tiers };
-        let lifted = rank(&tiers, CORPUS, |_| 10);
+        let lifted = scored(&tiers, |_| 10);
         let score = |scores: &[(i64, f64)], rowid| scores.iter().find(|s| s.0 == rowid).unwrap().1;
         assert!((score(&lifted, 2) - score(&plain, 2) * (1.0 + PHRASE_LIFT)).abs() < 1e-9);
         assert_eq!(score(&lifted, 1), score(&plain, 1), "nine positions apart");

@@ -23,7 +23,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
 use crate::postings::{Change, Reader, counters};
-use crate::scoring::{Postings, Tiers, rank};
+use crate::scoring::{Postings, Tiers, best, rank};
 use crate::terms::{column, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
@@ -513,17 +513,17 @@ impl SearchIndex for SqliteIndex {
         let err = self.err();
         // How sure BM25 is decides whether the query's meaning counts at
         // all, and so whether its vector is worth making.
-        let (plan, weight) = {
+        let (mut plan, weight) = {
             let conn = self.conn();
             let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
             // One snapshot of the file for the lengths and the postings.
             let snapshot = conn.unchecked_transaction().map_err(&err)?;
-            let plan = rank_query(&snapshot, &mut reader, &request.query).map_err(&err)?;
+            let mut plan = rank_query(&snapshot, &mut reader, &request.query).map_err(&err)?;
             snapshot.commit().map_err(&err)?;
-            let weight = match (&plan, self.dense.get()) {
+            let weight = match (&mut plan, self.dense.get()) {
                 (_, None) => 0.0,
                 (Some((plan, ranked)), Some(_)) => {
-                    dense_weight(best_coverage(&conn, plan, ranked).map_err(&err)?)
+                    dense_weight(best_coverage(&conn, plan, best(ranked, 1)).map_err(&err)?)
                 }
                 (None, Some(_)) => dense_weight(0.0),
             };
@@ -557,7 +557,7 @@ impl SearchIndex for SqliteIndex {
             return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
         }
         let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
-        execute(&conn, plan.as_ref(), dense, request).map_err(&err)
+        execute(&conn, plan.as_mut(), dense, request).map_err(&err)
     }
 
     fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {
@@ -752,8 +752,8 @@ struct QueryPlan {
     pairs: Vec<(String, String)>,
 }
 
-/// A query's plan and the passages it matches with their BM25 scores,
-/// best first.
+/// A query's plan and the passages it matches with their BM25 scores (in
+/// no order: [`best`] sorts as many as needed).
 type Ranked = (QueryPlan, Vec<(i64, f64)>);
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
@@ -886,7 +886,7 @@ const PHRASE_QUERY_WORDS: usize = 3;
 /// larger batch is taken.
 fn execute(
     conn: &Connection,
-    plan: Option<&Ranked>,
+    plan: Option<&mut Ranked>,
     dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
 ) -> rusqlite::Result<Matched> {
@@ -894,9 +894,10 @@ fn execute(
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
     };
+    let mut none = Vec::new();
     let (plan, ranked) = match plan {
-        Some((plan, ranked)) => (Some(plan), ranked.as_slice()),
-        None => (None, &[][..]),
+        Some((plan, ranked)) => (Some(&*plan), ranked),
+        None => (None, &mut none),
     };
     let mut details = conn.prepare_cached(
         "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
@@ -906,9 +907,10 @@ fn execute(
     )?;
     let mut batch = (request.limit * 6).max(60);
     loop {
-        let bm25 = &ranked[..batch.min(ranked.len())];
+        let matching = ranked.len();
+        let bm25 = best(ranked, batch);
         let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
-        let complete = ranked.len() <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
+        let complete = matching <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
         let candidates = match &nearest {
             Some((nearest, weight)) => fuse(bm25, nearest, *weight),
             None => bm25.iter().map(|&(rowid, score)| (rowid, score, Signals::BM25)).collect(),
