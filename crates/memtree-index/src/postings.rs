@@ -1,7 +1,8 @@
 //! What a search reads of the index file to score passages itself: how
 //! many passages hold a term and where it occurs, through FTS5's
 //! `fts5vocab` tables over the full-text index, and each passage's length
-//! in terms. [`Reader`] keeps them between searches.
+//! in terms; and the documents' parents, for the hits' paths. [`Reader`]
+//! keeps them between searches.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use crate::scoring::{Corpus, Instance, Postings};
 /// The FTS5 columns in order, as `fts5vocab` names them.
 const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
 
-/// The terms' postings and document frequencies read so far, and the
-/// passages' lengths, kept between searches. This process's own writes
+/// The terms' postings and document frequencies read so far, the
+/// passages' lengths and the documents' parents, kept between searches. This process's own writes
 /// are applied to the postings held ([`Reader::wrote`]); a write by another
 /// process drops them all, as does holding more than [`HELD_INSTANCES`].
 #[derive(Default)]
@@ -29,6 +30,9 @@ pub struct Reader {
     held: usize,
     /// This process's writes since the postings were last brought up to date.
     pending: Vec<Change>,
+    /// Each document's parent by the indexed links, as looked up for paths
+    /// since the index last changed.
+    parents: HashMap<String, Option<String>>,
 }
 
 /// The most instances [`Reader`] keeps, about 16 MiB: the postings of the
@@ -64,6 +68,7 @@ impl Reader {
             }
         } else {
             self.at = at;
+            self.parents.clear();
             self.postings.clear();
             self.df.clear();
             self.pending.clear();
@@ -78,6 +83,7 @@ impl Reader {
     pub fn wrote(&mut self, before: (i64, u64), after: (i64, u64), change: Change) {
         let size = |c: &Change| c.added.len() + c.gone.len();
         let queued: usize = self.pending.iter().map(size).sum::<usize>() + size(&change);
+        self.parents.clear();
         if self.at == before && after.0 == before.0 && queued <= PENDING_PASSAGES {
             self.at = after;
             if !change.gone.is_empty() || !change.added.is_empty() {
@@ -148,6 +154,19 @@ impl Reader {
         self.held += p.len();
         self.postings.insert(term.to_owned(), p.clone());
         Ok(p)
+    }
+
+    /// The parent of document `id` by the indexed links, if it has one.
+    pub fn parent(&mut self, conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+        if let Some(parent) = self.parents.get(id) {
+            return Ok(parent.clone());
+        }
+        let parent: Option<String> = conn
+            .prepare_cached("SELECT parent FROM links WHERE child = ?1 LIMIT 1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        self.parents.insert(id.to_owned(), parent.clone());
+        Ok(parent)
     }
 
     /// The length of passage `rowid` in terms.

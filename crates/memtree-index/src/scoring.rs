@@ -89,7 +89,8 @@ impl<'a> Cursor<'a> {
         let end = step.min(rest.len());
         self.at += rest[..end].partition_point(|i| i.rowid < rowid);
         let rest = &self.instances[self.at..];
-        let len = rest.partition_point(|i| i.rowid == rowid);
+        // A passage holds a term a few times: its run is walked.
+        let len = rest.iter().take_while(|i| i.rowid == rowid).count();
         (len > 0).then(|| &rest[..len])
     }
 }

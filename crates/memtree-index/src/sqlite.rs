@@ -456,7 +456,9 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
-        path_to(&self.conn(), id).map_err(self.err())
+        let conn = self.conn();
+        let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        reader.refresh(&conn).and_then(|_| path_to(&conn, &mut reader, id)).map_err(self.err())
     }
 
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError> {
@@ -1142,13 +1144,13 @@ fn shortened_form(conn: &Connection, letters: &[char]) -> rusqlite::Result<Optio
     Ok(None)
 }
 
-/// Ids from root down to the parent of `id`, following the indexed links.
-fn path_to(conn: &Connection, id: &DocId) -> rusqlite::Result<Vec<DocId>> {
-    let mut stmt = conn.prepare_cached("SELECT parent FROM links WHERE child = ?1 LIMIT 1")?;
+/// Ids from root down to the parent of `id`, following the indexed links
+/// (the reader keeps the parents looked up: hits share their ancestors).
+fn path_to(conn: &Connection, reader: &mut Reader, id: &DocId) -> rusqlite::Result<Vec<DocId>> {
     let mut path = Vec::new();
     let mut seen = HashSet::from([id.as_str().to_owned()]);
     let mut current = id.as_str().to_owned();
-    while let Some(parent) = stmt.query_row([&current], |r| r.get::<_, String>(0)).optional()? {
+    while let Some(parent) = reader.parent(conn, &current)? {
         if !seen.insert(parent.clone()) {
             break;
         }

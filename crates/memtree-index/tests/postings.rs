@@ -76,3 +76,29 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     this.clear().unwrap();
     assert!(results(&this).iter().all(|hits| hits.is_empty()), "nothing after a clear");
 }
+
+#[test]
+fn a_path_after_writes_follows_the_links_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.sqlite");
+    let this = SqliteIndex::open(&path).unwrap();
+    let id = |s: &str| DocId::parse(s).unwrap();
+    let path_of = |index: &SqliteIndex, doc: &str| -> Vec<String> {
+        index.path(&id(doc)).unwrap().iter().map(ToString::to_string).collect()
+    };
+    this.upsert(&[
+        doc("root", "# Root\n- [[infra]]\n- [[notes]]\n"),
+        doc("infra", "# Infra\n- [[runbook]]\n"),
+        doc("notes", "# Notes\n"),
+        doc("runbook", "# Runbook\n"),
+    ])
+    .unwrap();
+    assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
+    // This process moves it under notes.
+    this.upsert(&[doc("infra", "# Infra\n"), doc("notes", "# Notes\n- [[runbook]]\n")]).unwrap();
+    assert_eq!(path_of(&this, "runbook"), ["root", "notes"]);
+    // Another process moves it back.
+    let other = SqliteIndex::open(&path).unwrap();
+    other.upsert(&[doc("notes", "# Notes\n"), doc("infra", "# Infra\n- [[runbook]]\n")]).unwrap();
+    assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
+}
