@@ -7,12 +7,31 @@
 //! term's thousands of passages in microseconds.
 
 /// Where one term occurs: a passage (FTS5 rowid), a column, the term's
-/// position in that column.
+/// position in that column; eight bytes, as a search keeps a million.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Instance {
-    pub rowid: i64,
-    pub column: u8,
-    pub offset: u32,
+    rowid: u32,
+    /// The column in the top 8 bits, the position below (positions past
+    /// 2^24 count as the last).
+    at: u32,
+}
+
+impl Instance {
+    pub fn new(rowid: u32, column: u8, offset: u32) -> Instance {
+        Instance { rowid, at: u32::from(column) << 24 | offset.min(0xFF_FFFF) }
+    }
+
+    pub fn rowid(self) -> i64 {
+        i64::from(self.rowid)
+    }
+
+    pub fn column(self) -> u8 {
+        (self.at >> 24) as u8
+    }
+
+    pub fn offset(self) -> u32 {
+        self.at & 0xFF_FFFF
+    }
 }
 
 /// Every instance of one term, in passage order; `df` is the number of
@@ -27,6 +46,8 @@ impl Postings {
     /// `instances` in passage, column, position order (as FTS5 gives them).
     pub fn new(instances: Vec<Instance>) -> Postings {
         let df = instances.chunk_by(|a, b| a.rowid == b.rowid).count();
+        let mut instances = instances;
+        instances.shrink_to_fit();
         Postings { instances, df }
     }
 
@@ -41,8 +62,8 @@ impl Postings {
 
     /// Drops passage `rowid`'s instances.
     pub fn remove(&mut self, rowid: i64) {
-        let start = self.instances.partition_point(|i| i.rowid < rowid);
-        let len = self.instances[start..].partition_point(|i| i.rowid == rowid);
+        let start = self.instances.partition_point(|i| i.rowid() < rowid);
+        let len = self.instances[start..].partition_point(|i| i.rowid() == rowid);
         if len > 0 {
             self.instances.drain(start..start + len);
             self.df -= 1;
@@ -64,7 +85,7 @@ impl Postings {
 
     /// Each passage with its instances.
     fn passages(&self) -> impl Iterator<Item = (i64, &[Instance])> {
-        self.instances.chunk_by(|a, b| a.rowid == b.rowid).map(|run| (run[0].rowid, run))
+        self.instances.chunk_by(|a, b| a.rowid == b.rowid).map(|run| (run[0].rowid(), run))
     }
 }
 
@@ -83,14 +104,14 @@ impl<'a> Cursor<'a> {
     fn seek(&mut self, rowid: i64) -> Option<&'a [Instance]> {
         let rest = &self.instances[self.at..];
         let mut step = 1;
-        while step < rest.len() && rest[step - 1].rowid < rowid {
+        while step < rest.len() && rest[step - 1].rowid() < rowid {
             step *= 2;
         }
         let end = step.min(rest.len());
-        self.at += rest[..end].partition_point(|i| i.rowid < rowid);
+        self.at += rest[..end].partition_point(|i| i.rowid() < rowid);
         let rest = &self.instances[self.at..];
         // A passage holds a term a few times: its run is walked.
-        let len = rest.iter().take_while(|i| i.rowid == rowid).count();
+        let len = rest.iter().take_while(|i| i.rowid() == rowid).count();
         (len > 0).then(|| &rest[..len])
     }
 }
@@ -130,7 +151,7 @@ impl Corpus {
     /// `instances`, before its idf.
     fn weight(&self, rowid: i64, instances: &[Instance], length: &impl Fn(i64) -> u32) -> f64 {
         let tf: f64 =
-            instances.iter().map(|i| COLUMN_WEIGHTS.get(usize::from(i.column)).unwrap_or(&1.0)).sum();
+            instances.iter().map(|i| COLUMN_WEIGHTS.get(usize::from(i.column())).unwrap_or(&1.0)).sum();
         self.saturation(tf, length(rowid))
     }
 
@@ -271,7 +292,8 @@ fn sum(lists: impl Iterator<Item = impl Iterator<Item = (i64, f64)>>) -> Vec<(i6
 /// within [`PHRASE_SPAN`] positions of each other in one column.
 fn side_by_side(a: Option<&[Instance]>, b: Option<&[Instance]>) -> bool {
     let (Some(a), Some(b)) = (a, b) else { return false };
-    a.iter().any(|x| b.iter().any(|y| x.column == y.column && x.offset.abs_diff(y.offset) <= PHRASE_SPAN))
+    a.iter()
+        .any(|x| b.iter().any(|y| x.column() == y.column() && x.offset().abs_diff(y.offset()) <= PHRASE_SPAN))
 }
 
 #[cfg(test)]
@@ -279,8 +301,10 @@ mod tests {
     use super::*;
 
     /// Postings from (passage, column, offset) triples.
-    fn postings(at: &[(i64, u8, u32)]) -> Postings {
-        Postings::new(at.iter().map(|&(rowid, column, offset)| Instance { rowid, column, offset }).collect())
+    fn postings(at: &[(u32, u8, u32)]) -> Postings {
+        Postings::new(
+            at.iter().map(|&(rowid, column, offset)| Instance::new(rowid, column, offset)).collect(),
+        )
     }
 
     const CORPUS: Corpus = Corpus { passages: 100.0, mean_length: 10.0 };
@@ -302,21 +326,21 @@ mod tests {
         p.remove(2);
         p.remove(7);
         assert_eq!((p.df(), p.len()), (2, 2));
-        p.push(Instance { rowid: 4, column: 0, offset: 0 });
-        p.push(Instance { rowid: 4, column: 4, offset: 2 });
+        p.push(Instance::new(4, 0, 0));
+        p.push(Instance::new(4, 4, 2));
         assert_eq!((p.df(), p.len()), (3, 4));
         assert_eq!(p.passages().map(|(rowid, _)| rowid).collect::<Vec<_>>(), [1, 3, 4]);
     }
 
     #[test]
     fn a_cursor_finds_passages_in_order_near_or_far() {
-        let at: Vec<(i64, u8, u32)> = (0..1000).flat_map(|r| [(r * 3, 4, 0), (r * 3, 4, 9)]).collect();
+        let at: Vec<(u32, u8, u32)> = (0..1000).flat_map(|r| [(r * 3, 4, 0), (r * 3, 4, 9)]).collect();
         let p = postings(&at);
         let mut cursor = p.cursor();
         assert_eq!(cursor.seek(0).map(<[_]>::len), Some(2));
         assert_eq!(cursor.seek(1), None);
-        assert_eq!(cursor.seek(3).map(|i| i[0].rowid), Some(3));
-        assert_eq!(cursor.seek(2997).map(|i| i[1].offset), Some(9));
+        assert_eq!(cursor.seek(3).map(|i| i[0].rowid()), Some(3));
+        assert_eq!(cursor.seek(2997).map(|i| i[1].offset()), Some(9));
         assert_eq!(cursor.seek(2998), None);
         assert_eq!(cursor.seek(5000), None);
     }

@@ -24,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
 use crate::postings::{Change, Reader, counters};
 use crate::scoring::{Postings, Tiers, best, rank};
-use crate::terms::{column, term};
+use crate::terms::{Stems, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
 const SCHEMA_VERSION: &str = "8";
@@ -375,6 +375,7 @@ impl SearchIndex for SqliteIndex {
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             let (mut passages, mut tokens) = (0i64, 0i64);
+            let mut stems = Stems::default();
             for doc in docs {
                 doc_stmt.execute(params![
                     doc.id.as_str(),
@@ -396,16 +397,16 @@ impl SearchIndex for SqliteIndex {
                 }
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 let (id_terms, title_terms, meta_terms) =
-                    (column(&id_text(&doc.id)), column(&doc.title), column(&meta));
+                    (stems.column(&id_text(&doc.id)), stems.column(&doc.title), stems.column(&meta));
                 for passage in &doc.passages {
                     let headings = passage.heading_path.join(" › ");
                     let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
                     let columns = [
                         id_terms.clone(),
                         title_terms.clone(),
-                        column(&headings),
+                        stems.column(&headings),
                         meta_terms.clone(),
-                        column(&passage.text),
+                        stems.column(&passage.text),
                         cjk,
                     ];
                     let length: usize = columns.iter().map(|c| c.split(' ').filter(|t| !t.is_empty()).count()).sum();
@@ -644,8 +645,11 @@ impl SearchIndex for SqliteIndex {
             let gone = tx.prepare("SELECT rowid FROM passages")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
             tx.execute_batch(
                 "DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM spellings;
-                 DELETE FROM chunks; UPDATE totals SET passages = 0, tokens = 0;",
+                 DELETE FROM chunks; DELETE FROM sqlite_sequence WHERE name = 'passages';",
             )?;
+            // Rowids start again: the lengths processes keep are of another
+            // generation.
+            tx.execute("UPDATE totals SET passages = 0, tokens = 0, generation = ?1", [new_generation()])?;
             Ok(((), Change { gone, added: Vec::new() }))
         })
     }

@@ -8,6 +8,7 @@
 //! search reads back with their positions are exactly the ones written,
 //! and a query's words become terms by the same function.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -40,22 +41,30 @@ pub fn term(word: &str) -> String {
     }
 }
 
-/// The terms of `text`'s words, in order; CJK characters are not part of
-/// any (their bigrams are indexed apart).
-pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
-    words(text).flat_map(|w| w.split(is_cjk).filter(|piece| !piece.is_empty()).map(term))
-}
+/// The terms of the words seen so far: the documents of a write say the
+/// same words over and over, and stemming them is most of its work.
+#[derive(Default)]
+pub struct Stems(HashMap<String, String>);
 
-/// A column's text as the index stores it: its terms, space-separated.
-pub fn column(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for t in terms(text) {
-        if !out.is_empty() {
-            out.push(' ');
+impl Stems {
+    /// A column's text as the index stores it: its terms, space-separated.
+    pub fn column(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        for piece in words(text).flat_map(|w| w.split(is_cjk)).filter(|piece| !piece.is_empty()) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            match self.0.get(piece) {
+                Some(t) => out.push_str(t),
+                None => {
+                    let t = term(piece);
+                    out.push_str(&t);
+                    self.0.insert(piece.to_owned(), t);
+                }
+            }
         }
-        out.push_str(&t);
+        out
     }
-    out
 }
 
 #[cfg(test)]
@@ -79,8 +88,14 @@ mod tests {
 
     #[test]
     fn a_column_holds_the_terms_of_its_words_but_not_cjk() {
-        assert_eq!(column("Deploying the API-gateway, twice!"), "deploy the api gateway twice");
-        assert_eq!(column("port 5432 東京タワー tokyo東京"), "port 5432 tokyo");
-        assert_eq!(column("…"), "");
+        let mut stems = Stems::default();
+        assert_eq!(stems.column("Deploying the API-gateway, twice!"), "deploy the api gateway twice");
+        assert_eq!(stems.column("port 5432 東京タワー tokyo東京"), "port 5432 tokyo");
+        assert_eq!(stems.column("…"), "");
+        assert_eq!(
+            stems.column("deploying Deploying"),
+            "deploy deploy",
+            "the words seen give the same terms"
+        );
     }
 }

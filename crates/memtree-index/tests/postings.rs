@@ -75,6 +75,17 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
 
     this.clear().unwrap();
     assert!(results(&this).iter().all(|hits| hits.is_empty()), "nothing after a clear");
+    // A clear starts the passages' rowids again.
+    this.upsert(&[doc(
+        "cache",
+        "# Cache
+
+Staging deploys flush the release train's cache.
+",
+    )])
+    .unwrap();
+    assert_eq!(results(&this), fresh());
+    assert!(!results(&this)[5].is_empty(), "staging is found again");
 }
 
 #[test]
