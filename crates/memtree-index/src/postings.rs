@@ -4,7 +4,7 @@
 //! in terms; and the documents' parents, for the hits' paths. [`Reader`]
 //! keeps them between searches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -15,24 +15,32 @@ use crate::scoring::{Corpus, Instance, Postings};
 const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
 
 /// The terms' postings and document frequencies read so far, the
-/// passages' lengths and the documents' parents, kept between searches. This process's own writes
-/// are applied to the postings held ([`Reader::wrote`]); a write by another
-/// process drops them all, as does holding more than [`HELD_INSTANCES`].
+/// passages' lengths and the documents' parents, kept between searches.
+/// This process's own writes are kept as [`Change`]s and applied to a
+/// term's postings when a search next asks for it, so that a write costs
+/// nothing here and a search only what its own words need; a write by
+/// another process drops everything, as does holding more than
+/// [`HELD_INSTANCES`].
 #[derive(Default)]
 pub struct Reader {
     lengths: Lengths,
-    /// The index's change counters the postings are current at: SQLite's
-    /// `data_version` (other connections' commits) and this connection's
-    /// total changes.
+    /// The index's change counters the postings are current at (with the
+    /// changes pending): SQLite's `data_version` (other connections'
+    /// commits) and this connection's total changes.
     at: (i64, u64),
-    postings: HashMap<String, Arc<Postings>>,
-    df: HashMap<String, usize>,
+    /// Each term's postings and document frequency, with the number of
+    /// the first change not applied to them yet.
+    postings: HashMap<String, (Arc<Postings>, u64)>,
+    df: HashMap<String, (usize, u64)>,
     held: usize,
-    /// This process's writes since the postings were last brought up to date.
-    pending: Vec<Change>,
+    /// This process's writes not yet applied to every term held; the first
+    /// is change number `first`.
+    pending: VecDeque<Change>,
+    first: u64,
     /// Each document's parent by the indexed links, as looked up for paths
-    /// since the index last changed.
+    /// since the index last changed (at `parents_at`).
     parents: HashMap<String, Option<String>>,
+    parents_at: (i64, u64),
 }
 
 /// The most instances [`Reader`] keeps, 8 MiB: the postings of the words
@@ -40,8 +48,8 @@ pub struct Reader {
 /// read 633,000 instances of 255 terms).
 const HELD_INSTANCES: usize = 1 << 20;
 
-/// Past this many passages written and not yet applied, the postings held
-/// are dropped instead.
+/// Past this many passages written and not yet applied to every term, the
+/// postings held are dropped instead.
 const PENDING_PASSAGES: usize = 10_000;
 
 /// What a write changed of the full-text index: the passages it deleted,
@@ -50,6 +58,41 @@ const PENDING_PASSAGES: usize = 10_000;
 pub struct Change {
     pub gone: Vec<i64>,
     pub added: Vec<(i64, [String; 6])>,
+}
+
+impl Change {
+    fn passages(&self) -> usize {
+        self.gone.len() + self.added.len()
+    }
+
+    /// Applies the change to `term`'s postings.
+    fn apply(&self, term: &str, postings: &mut Postings) -> usize {
+        for &rowid in &self.gone {
+            postings.remove(rowid);
+        }
+        let mut added = 0;
+        for (rowid, columns) in &self.added {
+            // `Reader::wrote` takes only rowids that fit.
+            let rowid = *rowid as u32;
+            for (column, text) in columns.iter().enumerate() {
+                for (offset, t) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
+                    if t == term {
+                        postings.push(Instance::new(rowid, column as u8, offset as u32));
+                        added += 1;
+                    }
+                }
+            }
+        }
+        added
+    }
+
+    /// How many passages it adds that hold `term`.
+    fn holding(&self, term: &str) -> usize {
+        self.added
+            .iter()
+            .filter(|(_, columns)| columns.iter().any(|c| c.split(' ').any(|t| t == term)))
+            .count()
+    }
 }
 
 /// The counters a [`Reader`] is current at, for `conn` now.
@@ -63,33 +106,38 @@ impl Reader {
     /// passages and their mean length.
     pub fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
         let at = counters(conn)?;
-        if at == self.at && self.held <= HELD_INSTANCES {
-            for change in std::mem::take(&mut self.pending) {
-                self.apply(change);
-            }
-        } else {
+        if at != self.at || self.held > HELD_INSTANCES {
             self.at = at;
-            self.parents.clear();
             self.postings.clear();
             self.df.clear();
             self.pending.clear();
             self.held = 0;
         }
+        // Changes every term held has caught up with are done with.
+        let next = self.next();
+        let oldest = self.postings.values().map(|p| p.1).chain(self.df.values().map(|d| d.1)).min();
+        while self.first < oldest.unwrap_or(next) {
+            self.pending.pop_front();
+            self.first += 1;
+        }
         self.lengths.refresh(conn)
+    }
+
+    /// The number the next change will have.
+    fn next(&self) -> u64 {
+        self.first + self.pending.len() as u64
     }
 
     /// Records `change`, a write of this process that moved the counters
     /// from `before` to `after`: the postings held stay current if they were
     /// at `before` and no other process wrote in between.
     pub fn wrote(&mut self, before: (i64, u64), after: (i64, u64), change: Change) {
-        let size = |c: &Change| c.added.len() + c.gone.len();
-        let queued: usize = self.pending.iter().map(size).sum::<usize>() + size(&change);
-        self.parents.clear();
+        let queued = self.pending.iter().map(Change::passages).sum::<usize>() + change.passages();
         let fits = change.added.iter().all(|(rowid, _)| u32::try_from(*rowid).is_ok());
         if self.at == before && after.0 == before.0 && queued <= PENDING_PASSAGES && fits {
             self.at = after;
-            if !change.gone.is_empty() || !change.added.is_empty() {
-                self.pending.push(change);
+            if change.passages() > 0 {
+                self.pending.push_back(change);
             }
         } else {
             // Not current: the next refresh drops everything.
@@ -97,66 +145,57 @@ impl Reader {
         }
     }
 
-    /// Applies a write to the postings and frequencies held. A deleted
-    /// passage's terms are not known, so the frequencies held without
-    /// postings are dropped.
-    fn apply(&mut self, change: Change) {
-        if !change.gone.is_empty() {
-            self.df.clear();
-            for p in self.postings.values_mut() {
-                let p = Arc::make_mut(p);
-                for &rowid in &change.gone {
-                    p.remove(rowid);
-                }
-            }
-        }
-        for (rowid, columns) in change.added {
-            // `wrote` took only rowids that fit.
-            let rowid = rowid as u32;
-            let mut counted = std::collections::HashSet::new();
-            for (column, text) in columns.iter().enumerate() {
-                for (offset, term) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
-                    if let Some(p) = self.postings.get_mut(term) {
-                        Arc::make_mut(p).push(Instance::new(rowid, column as u8, offset as u32));
-                        self.held += 1;
-                    } else if let Some(df) = self.df.get_mut(term)
-                        && counted.insert(term)
-                    {
-                        *df += 1;
-                    }
-                }
-            }
-        }
-    }
-
     /// The number of passages holding `term`. Counting them is a walk of
     /// the term's list of passages, much cheaper than reading where in them
     /// it occurs.
     pub fn df(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<usize> {
-        if let Some(p) = self.postings.get(term) {
-            return Ok(p.df());
+        if self.postings.contains_key(term) {
+            return Ok(self.postings(conn, term)?.df());
         }
-        if let Some(&df) = self.df.get(term) {
-            return Ok(df);
+        let next = self.next();
+        if let Some((df, seen)) = self.df.get_mut(term) {
+            let changes = self.pending.range((*seen - self.first) as usize..);
+            // A deleted passage's terms are not known: count again.
+            if changes.clone().all(|c| c.gone.is_empty()) {
+                *df += changes.map(|c| c.holding(term)).sum::<usize>();
+                *seen = next;
+                return Ok(*df);
+            }
         }
         let mut stmt = conn.prepare_cached("SELECT doc FROM fts_rows WHERE term = ?1")?;
         let df: i64 = stmt.query_row([term], |r| r.get(0)).optional()?.unwrap_or(0);
-        self.df.insert(term.to_owned(), df as usize);
+        self.df.insert(term.to_owned(), (df as usize, next));
         Ok(df as usize)
     }
 
     /// Every instance of `term`.
     pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
-        if let Some(p) = self.postings.get(term) {
+        let next = self.next();
+        if let Some((p, seen)) = self.postings.get_mut(term) {
+            for change in self.pending.range((*seen - self.first) as usize..) {
+                self.held += change.apply(term, Arc::make_mut(p));
+            }
+            *seen = next;
             return Ok(p.clone());
         }
         let p = Arc::new(read_postings(conn, term)?);
         self.held += p.len();
-        self.postings.insert(term.to_owned(), p.clone());
+        self.postings.insert(term.to_owned(), (p.clone(), next));
         Ok(p)
     }
 
-    /// The parent of document `id` by the indexed links, if it has one.
+    /// Forgets the parents looked up if the index changed since.
+    pub fn check_parents(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let at = counters(conn)?;
+        if at != self.parents_at {
+            self.parents_at = at;
+            self.parents.clear();
+        }
+        Ok(())
+    }
+
+    /// The parent of document `id` by the indexed links, if it has one, as
+    /// of the last [`Reader::check_parents`].
     pub fn parent(&mut self, conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
         if let Some(parent) = self.parents.get(id) {
             return Ok(parent.clone());

@@ -459,7 +459,7 @@ impl SearchIndex for SqliteIndex {
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
         let conn = self.conn();
         let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        reader.refresh(&conn).and_then(|_| path_to(&conn, &mut reader, id)).map_err(self.err())
+        reader.check_parents(&conn).and_then(|()| path_to(&conn, &mut reader, id)).map_err(self.err())
     }
 
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError> {

@@ -18,20 +18,25 @@ const QUERIES: &[&str] = &[
     "alice manager",
     "staging",
     "cache invalidation",
+    // `team` is in most passages: its count is kept without its postings
+    // (a query of four words has no phrases, whose words are read).
+    "team postgres port listens",
 ];
 
-/// The hits of every query: document, heading and score.
+/// The hits of every query (document, heading and score), and its words'
+/// weights, which count the passages holding each.
 fn results(index: &SqliteIndex) -> Vec<Vec<(String, String, u64)>> {
     QUERIES
         .iter()
         .map(|q| {
             let request = SearchRequest { query: (*q).into(), limit: 8, scope: None, under: None };
             let found = index.search(&request).unwrap();
-            found
+            let hits = found
                 .matches
                 .iter()
-                .map(|m| (m.hit.id.to_string(), m.hit.heading.clone(), m.hit.score.to_bits()))
-                .collect()
+                .map(|m| (m.hit.id.to_string(), m.hit.heading.clone(), m.hit.score.to_bits()));
+            let weights = found.terms.iter().map(|t| (t.word.clone(), String::new(), t.weight.to_bits()));
+            hits.chain(weights).collect()
         })
         .collect()
 }
@@ -42,17 +47,21 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     let path = dir.path().join("index.sqlite");
     let this = SqliteIndex::open(&path).unwrap();
     this.upsert(&[
-        doc("infra", "# Infra\n\n## Databases\nStaging postgres listens on port 5433.\n\n## Deploy\nDeploy with the release train.\n"),
-        doc("people", "# People\n\n## Alice\nAlice is the engineering manager.\n"),
-        doc("cache", "# Cache\n\nCache invalidation is hard; the staging cache is flushed on deploy.\n"),
-        doc("notes", "# Notes\n\nThe release train leaves on Tuesdays. Postgres upgrades wait for it.\n"),
+        doc("infra", "# Infra\n\n## Databases\nThe team's staging postgres listens on port 5433.\n\n## Deploy\nThe team deploys with the release train.\n"),
+        doc("people", "# People\n\n## Alice\nAlice is the team's engineering manager.\n"),
+        doc("cache", "# Cache\n\nCache invalidation is hard; the team flushes the staging cache on deploy.\n"),
+        doc("notes", "# Notes\n\nThe team's release train leaves on Tuesdays. Postgres upgrades wait for it.\n"),
     ])
     .unwrap();
     let fresh = || results(&SqliteIndex::open(&path).unwrap());
     assert_eq!(results(&this), fresh());
     assert!(results(&this).iter().all(|hits| !hits.is_empty()), "every query finds something");
 
-    // This process rewrites, adds and removes: the postings it holds follow.
+    // This process adds a document, then rewrites, adds and removes: the
+    // postings and counts it holds follow.
+    this.upsert(&[doc("staging", "# Staging\n\nThe team's staging deploys wait for the release train.\n")])
+        .unwrap();
+    assert_eq!(results(&this), fresh());
     this.upsert(&[
         doc("infra", "# Infra\n\n## Databases\nStaging postgres now listens on port 6543.\n"),
         doc(
