@@ -61,6 +61,8 @@ pub struct SqliteIndex {
     conn: Mutex<Connection>,
     /// What searches read of the full-text index; locked while `conn` is.
     reader: Mutex<Reader>,
+    /// The terms of the words written so far; locked while `conn` is.
+    stems: Mutex<Stems>,
     /// The sentence encoder of dense retrieval, and its vectors in memory.
     /// Set once, possibly after opening: a server loads the model in the
     /// background and searches by BM25 alone meanwhile.
@@ -96,7 +98,13 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
-        Ok(SqliteIndex { conn: Mutex::new(conn), reader: Mutex::default(), path, dense: OnceLock::new() })
+        Ok(SqliteIndex {
+            conn: Mutex::new(conn),
+            reader: Mutex::default(),
+            stems: Mutex::default(),
+            path,
+            dense: OnceLock::new(),
+        })
     }
 
     /// Adds dense retrieval by `encoder`'s vectors to BM25: passages it has
@@ -375,7 +383,7 @@ impl SearchIndex for SqliteIndex {
                 "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             let (mut passages, mut tokens) = (0i64, 0i64);
-            let mut stems = Stems::default();
+            let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
             for doc in docs {
                 doc_stmt.execute(params![
                     doc.id.as_str(),

@@ -41,14 +41,20 @@ pub fn term(word: &str) -> String {
     }
 }
 
-/// The terms of the words seen so far: the documents of a write say the
-/// same words over and over, and stemming them is most of its work.
+/// The terms of the words seen so far: a store says the same words over
+/// and over, and stemming them was most of a write's work in the index.
 #[derive(Default)]
 pub struct Stems(HashMap<String, String>);
+
+/// The most words [`Stems`] keeps (a few MiB); past it, it starts over.
+const STEMS_HELD: usize = 100_000;
 
 impl Stems {
     /// A column's text as the index stores it: its terms, space-separated.
     pub fn column(&mut self, text: &str) -> String {
+        if self.0.len() > STEMS_HELD {
+            self.0.clear();
+        }
         let mut out = String::with_capacity(text.len());
         for piece in words(text).flat_map(|w| w.split(is_cjk)).filter(|piece| !piece.is_empty()) {
             if !out.is_empty() {
