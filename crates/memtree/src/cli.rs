@@ -20,7 +20,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the memory to an MCP client over stdio
+    /// Serve the memory to an MCP client over stdio (or HTTP: --http)
     Serve(commands::serve::Args),
     /// Print a document (default: root)
     Read(commands::read::Args),

@@ -21,6 +21,10 @@ pub mod env {
     pub const MAX_DOCUMENT_BYTES: &str = "MEMTREE_MAX_DOCUMENT_BYTES";
     /// Comma-separated tools to expose under `serve`.
     pub const TOOLS: &str = "MEMTREE_TOOLS";
+    /// `serve` over HTTP at this address instead of stdio.
+    pub const HTTP: &str = "MEMTREE_HTTP";
+    /// The bearer token HTTP requests must carry.
+    pub const TOKEN: &str = "MEMTREE_TOKEN";
     /// Log filter (tracing `EnvFilter` syntax); logs go to stderr.
     pub const LOG: &str = "MEMTREE_LOG";
     /// Byte budget of the L0 index.
@@ -97,6 +101,10 @@ pub struct Settings {
     pub json: bool,
     /// The tools `serve` exposes (`None`: all).
     pub tools: Option<Vec<String>>,
+    /// The address `serve` listens on over HTTP, if set by the environment.
+    pub http: Option<String>,
+    /// The bearer token of HTTP requests, if set by the environment.
+    pub token: Option<String>,
     /// The sentence-embedding model folder, if any.
     pub embedding_model: Option<PathBuf>,
 }
@@ -182,6 +190,8 @@ impl Settings {
             fault,
             json: args.json,
             tools,
+            http: var(env::HTTP),
+            token: var(env::TOKEN),
             embedding_model,
         })
     }

@@ -1,4 +1,4 @@
-//! `memtree serve`: the MCP server over stdio.
+//! `memtree serve`: the MCP server over stdio, or over HTTP (`--http`).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,10 +20,38 @@ pub struct Args {
     /// Tools to expose, comma-separated [env: MEMTREE_TOOLS; default: all]
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     tools: Option<Vec<String>>,
+    /// Serve MCP over HTTP at /mcp instead of stdio [env: MEMTREE_HTTP; default address: 127.0.0.1:7821]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_HTTP)]
+    http: Option<String>,
+    /// The bearer token every HTTP request must carry; required off loopback [env: MEMTREE_TOKEN]
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// An origin allowed besides the server's own (a web page calling it), repeatable
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
 }
+
+/// Where `serve --http` listens unless told.
+const DEFAULT_HTTP: &str = "127.0.0.1:7821";
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools = args.tools.or_else(|| settings.tools.clone());
+    // A bad address or a missing token is refused before anything opens.
+    let http = match args.http.or_else(|| settings.http.clone()) {
+        None => None,
+        Some(addr) => {
+            let config = memtree_web::HttpConfig {
+                addr: addr.parse().map_err(|_| {
+                    Failure::User(format!("Error: http: {addr:?} is not an address such as {DEFAULT_HTTP}"))
+                })?,
+                token: args.token.or_else(|| settings.token.clone()).filter(|t| !t.is_empty()),
+                allowed_origins: args.allow_origin,
+                max_body: (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES),
+            };
+            memtree_web::check(&config).map_err(|e| Failure::User(format!("Error: http: {e}")))?;
+            Some(config)
+        }
+    };
     let (trees, indexes) = super::open_trees_with(settings, CommitTiming::InBackground, None)?;
     let trees = Arc::new(trees);
     // The embedding model loads off the request path (a few hundred ms):
@@ -80,7 +108,6 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     });
     let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref())
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
-    tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -89,10 +116,24 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     // A message may carry a whole document, escaped: room for the largest.
     let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
     let served = runtime.block_on(async {
-        let (input, output) = rmcp::transport::io::stdio_pipes();
-        memtree_mcp::framing::serve(server, input, output, max_message).await.context("MCP service failed")
+        match http {
+            Some(config) => {
+                // The address is printed for a person or a script that
+                // asked for port 0; logs go to stderr.
+                let bound = |addr| eprintln!("memtree: serving MCP at http://{addr}/mcp");
+                memtree_web::serve(server, config, bound, stopped()).await.context("MCP over HTTP failed")
+            }
+            None => {
+                tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
+                let (input, output) = rmcp::transport::io::stdio_pipes();
+                memtree_mcp::framing::serve(server, input, output, max_message)
+                    .await
+                    .context("MCP service failed")
+            }
+        }
     });
-    // An engine call still running when the client left is let finish a
+    // An engine call still running when the client left (or the server was
+    // stopped) is let finish a
     // while (a write is atomic however it ends), but a server never
     // outlives its client for long.
     runtime.shutdown_timeout(SHUTDOWN_WAIT);
@@ -105,4 +146,23 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Completes at Ctrl-C or SIGTERM: how an HTTP server, which has no client
+/// to leave, is stopped.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
 }
