@@ -66,11 +66,10 @@ impl Change {
     }
 
     /// Applies the change to `term`'s postings.
-    fn apply(&self, term: &str, postings: &mut Postings) -> usize {
+    fn apply(&self, term: &str, postings: &mut Postings) {
         for &rowid in &self.gone {
             postings.remove(rowid);
         }
-        let mut added = 0;
         for (rowid, columns) in &self.added {
             // `Reader::wrote` takes only rowids that fit.
             let rowid = *rowid as u32;
@@ -78,12 +77,10 @@ impl Change {
                 for (offset, t) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
                     if t == term {
                         postings.push(Instance::new(rowid, column as u8, offset as u32));
-                        added += 1;
                     }
                 }
             }
         }
-        added
     }
 
     /// How many passages it adds that hold `term`.
@@ -172,9 +169,11 @@ impl Reader {
     pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
         let next = self.next();
         if let Some((p, seen)) = self.postings.get_mut(term) {
+            let before = p.len();
             for change in self.pending.range((*seen - self.first) as usize..) {
-                self.held += change.apply(term, Arc::make_mut(p));
+                change.apply(term, Arc::make_mut(p));
             }
+            self.held = (self.held + p.len()).saturating_sub(before);
             *seen = next;
             return Ok(p.clone());
         }

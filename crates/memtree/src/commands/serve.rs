@@ -36,6 +36,9 @@ const DEFAULT_HTTP: &str = "127.0.0.1:7821";
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools = args.tools.or_else(|| settings.tools.clone());
+    // A message (a line on stdin, a request body over HTTP) may carry a
+    // whole document, escaped: room for the largest.
+    let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
     // A bad address or a missing token is refused before anything opens.
     let http = match args.http.or_else(|| settings.http.clone()) {
         None => None,
@@ -46,7 +49,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
                 })?,
                 token: args.token.or_else(|| settings.token.clone()).filter(|t| !t.is_empty()),
                 allowed_origins: args.allow_origin,
-                max_body: (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES),
+                max_body: max_message,
             };
             memtree_web::check(&config).map_err(|e| Failure::User(format!("Error: http: {e}")))?;
             Some(config)
@@ -113,8 +116,6 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    // A message may carry a whole document, escaped: room for the largest.
-    let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
     let served = runtime.block_on(async {
         match http {
             Some(config) => {
