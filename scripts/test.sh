@@ -6,7 +6,11 @@
 # first use. `bash scripts/test.sh --embeddings` tests hybrid search (the
 # `embeddings` feature) on a real model that it installs first: the Rust
 # tests of memtree-index and memtree with the feature, then the end-to-end
-# tests marked `embeddings` on the binary built with it.
+# tests marked `embeddings` on the binary built with it. `--http` runs the
+# end-to-end suite again with every MCP session over Streamable HTTP
+# (`serve --http`) instead of stdio. `--ui` tests the web UI in a real
+# browser: Debian's chromium (installed with apt when missing) driven by
+# Playwright (installed from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,10 +31,27 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 
 export MEMTREE_BIN="$PWD/target/debug/memtree"
-if [ "${1:-}" = "--slow" ]; then
-  cargo build --workspace --locked
-  exec .venv/bin/python -m pytest tests/e2e -q -m "slow and not embeddings"
-fi
+case "${1:-}" in
+  --slow)
+    cargo build --workspace --locked
+    exec .venv/bin/python -m pytest tests/e2e -q -m "slow and not embeddings"
+    ;;
+  --http)
+    cargo build --workspace --locked
+    MEMTREE_E2E_TRANSPORT=http exec .venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui"
+    ;;
+  --ui)
+    if ! command -v chromium >/dev/null; then
+      as_root=()
+      [ "$(id -u)" = 0 ] || as_root=(sudo)
+      "${as_root[@]}" apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq chromium >/dev/null
+    fi
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements-ui.txt
+    cargo build --workspace --locked
+    exec .venv/bin/python -m pytest tests/e2e -q -m ui
+    ;;
+esac
 cargo build --workspace --locked
 cargo test --workspace --locked
-.venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings"
+.venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui"

@@ -7,6 +7,10 @@ and for stdout-purity checks), and through the CLI with `subprocess`.
 
 Binary: `$MEMTREE_BIN`, else `<repo>/target/debug/memtree`, the repo root
 being two levels above this file.
+
+`MEMTREE_E2E_TRANSPORT=http` runs every MCP session of `open_server` over
+Streamable HTTP instead (`memtree serve --http`, the SDK's
+`streamable_http_client`): the same checks, on the other transport.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ import os
 import queue
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("MEMTREE_BIN") or REPO_ROOT / "target" / "debug" / "memtree").resolve()
@@ -35,6 +41,8 @@ MEMTREE_VARS = ("MEMTREE_DATA_DIR", "DATA_DIR", "ROOT_TEMPLATE", "MEMTREE_FAULT"
 LIMIT = 1048576
 
 SIGABRT_RC = -6
+
+HTTP = os.environ.get("MEMTREE_E2E_TRANSPORT") == "http"
 
 
 # --------------------------------------------------------------------------
@@ -155,6 +163,14 @@ async def open_server(
         stderr_path = Path(full_env["HOME"]).parent / f"serve-{_serve_counter}.stderr"
     with open(stderr_path, "w") as errlog:
         try:
+            if HTTP and not wrap and lifecycle == "initialize":
+                argv[1:1] = ["--http", "127.0.0.1:0"]
+                with http_server_at(argv, full_env, errlog, stderr_path) as addr:
+                    async with create_mcp_http_client() as client:
+                        async with streamable_http_client(f"http://{addr}/mcp", http_client=client) as streams:
+                            async with ClientSession(streams[0], streams[1], read_timeout_seconds=30) as session:
+                                yield Mcp(session, await session.initialize())
+                return
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write, read_timeout_seconds=30) as session:
                     if lifecycle == "discover":
@@ -171,6 +187,42 @@ async def open_server(
             if leaf is group:
                 raise
             raise leaf from None
+
+
+@contextmanager
+def http_server_at(argv: list[str], env: Mapping[str, str], errlog: Any, log_path: Path) -> Iterator[str]:
+    """Runs `memtree ARGV` (a `serve --http` on port 0), its stderr to
+    `errlog`, and yields the `host:port` it says it serves at."""
+    proc = subprocess.Popen([str(BIN), *argv], env=dict(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=errlog)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            for line in log_path.read_text().splitlines():
+                if "serving MCP at http://" in line:
+                    url = line.split("serving MCP at http://", 1)[1].split()[0]
+                    break
+            else:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the HTTP server did not start: {log_path.read_text()}")
+                time.sleep(0.02)
+                continue
+            break
+        yield url.removesuffix("/mcp")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0, "a stopped HTTP server exits cleanly"
+
+
+@contextmanager
+def http_server(store: Path, env: Mapping[str, str], *args: str) -> Iterator[str]:
+    """Starts `memtree --data-dir STORE serve --http 127.0.0.1:0 ARGS` and
+    yields its `host:port`; its stderr goes beside the test's home."""
+    log_path = Path(env["HOME"]).parent / f"http-{time.monotonic_ns()}.stderr"
+    with open(log_path, "w") as errlog:
+        argv = ["--data-dir", str(store), "serve", "--http", "127.0.0.1:0", *args]
+        with http_server_at(argv, env, errlog, log_path) as addr:
+            yield addr
 
 
 # --------------------------------------------------------------------------

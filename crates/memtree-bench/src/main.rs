@@ -7,6 +7,7 @@
 //! as JSON under `--out`. See docs/BENCHMARKS.md.
 
 mod generate;
+mod load;
 mod measure;
 mod queries;
 
@@ -53,6 +54,19 @@ struct Args {
     /// Seconds `memtree validate` may take before the check is skipped.
     #[arg(long, default_value_t = 120)]
     validate_timeout: u64,
+    /// Instead of the stdio measurements: load `memtree serve --http` for
+    /// this many seconds with MCP sessions and browsers at once.
+    #[arg(long, value_name = "SECONDS")]
+    http_load: Option<u64>,
+    /// MCP sessions of the HTTP load, each calling tools back to back.
+    #[arg(long, default_value_t = 8)]
+    sessions: usize,
+    /// Browsers of the HTTP load, each holding the change stream open.
+    #[arg(long, default_value_t = 4)]
+    browsers: usize,
+    /// A browser's pause between two pages, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    think_ms: u64,
 }
 
 /// SPEC section 5, binding at 10,000 documents.
@@ -180,6 +194,21 @@ async fn bench_size(
             index.embedding_seconds,
             index.chunks_embedded as f64 / index.embedding_seconds
         );
+    }
+    if let Some(seconds) = args.http_load {
+        eprintln!("[{n}] HTTP load: {} MCP sessions, {} browsers, {seconds} s", args.sessions, args.browsers);
+        let plan = load::LoadPlan {
+            bin,
+            store: &store,
+            ids: &generated.ids,
+            leaves: &generated.leaves,
+            seconds,
+            sessions: args.sessions,
+            browsers: args.browsers,
+            think: Duration::from_millis(args.think_ms),
+            seed: args.seed ^ n as u64,
+        };
+        return load::run(&plan);
     }
     let validation = validate(bin, &store, Duration::from_secs(args.validate_timeout)).await?;
     eprintln!("[{n}] validate: {validation}");

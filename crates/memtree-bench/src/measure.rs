@@ -493,12 +493,12 @@ async fn call(client: &Client, params: CallToolRequestParams) -> anyhow::Result<
     Ok((elapsed, text))
 }
 
-fn ms(since: Instant) -> f64 {
+pub(crate) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
 
 /// The process's peak resident set (VmHWM), in KiB.
-fn vm_hwm_kib(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn vm_hwm_kib(pid: u32) -> anyhow::Result<u64> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("read {path}"))?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("no VmHWM in /proc status")?;

@@ -179,6 +179,64 @@ pub struct StoreStatus {
     pub trash: usize,
 }
 
+/// Everything `status` shows: the store, the index, history, use, and the
+/// tidying suggestions.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StatusReport {
+    pub store: StoreStatus,
+    pub index: crate::index::IndexStats,
+    pub index_fresh: bool,
+    /// Why the index is out of date, when it is.
+    #[serde(skip)]
+    pub index_finding: Option<String>,
+    pub embeddings: Option<crate::index::EmbeddingProgress>,
+    pub history: String,
+    pub most_used: Vec<crate::index::Usage>,
+    pub least_used: Vec<crate::index::Usage>,
+    pub suggestions: Vec<String>,
+}
+
+impl StatusReport {
+    /// The text of `memtree status`: one fact per line.
+    pub fn render(&self) -> String {
+        let (status, index) = (&self.store, &self.index);
+        let mut out = format!(
+            "data folder: {}\ndocuments: {}\ntotal size: {} bytes\ntrash: {} documents\n",
+            status.location, status.documents, status.total_bytes, status.trash
+        );
+        if !status.largest.is_empty() {
+            out.push_str("largest:\n");
+            for (id, len) in &status.largest {
+                out.push_str(&format!("  {id}: {len} bytes\n"));
+            }
+        }
+        out.push_str(&format!(
+            "index: {} documents, {} passages, {} bytes, {}\n",
+            index.documents,
+            index.passages,
+            index.bytes,
+            self.index_finding.as_deref().unwrap_or("up to date")
+        ));
+        out.push_str(&match &self.embeddings {
+            Some(e) => {
+                format!("embeddings: {}, {} of {} passages embedded\n", e.model, e.embedded, e.passages)
+            }
+            None => "embeddings: off (BM25 only; see --embedding-model)\n".to_owned(),
+        });
+        out.push_str(&format!("history: {}\n", self.history));
+        let line = |u: &crate::index::Usage| format!("  {}: {} packs\n", u.id, u.count);
+        if !self.most_used.is_empty() {
+            out.push_str("most used in memory packs:\n");
+            out.extend(self.most_used.iter().map(line));
+            out.push_str("least used:\n");
+            out.extend(self.least_used.iter().map(line));
+        }
+        out.push_str("suggestions:\n");
+        out.extend(self.suggestions.iter().map(|s| format!("  {s}\n")));
+        out
+    }
+}
+
 /// What a restore did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restored {

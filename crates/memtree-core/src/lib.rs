@@ -31,7 +31,7 @@ pub mod storage;
 pub mod tree;
 
 pub use answer::{
-    DocumentInfo, MoveOutcome, Reconciliation, Remembered, Restored, SplitOutcome, StoreStatus,
+    DocumentInfo, MoveOutcome, Reconciliation, Remembered, Restored, SplitOutcome, StatusReport, StoreStatus,
     UpdateOutcome, ValidationReport,
 };
 pub use arguments::{

@@ -190,12 +190,20 @@ impl Namespaced {
     /// A memory pack drawn from both trees.
     pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
         let Some(shared) = &self.shared else { return self.own.recall(task, budget, scope) };
-        check_pack_request(task, budget)?;
-        let found = self.search_both(task, PACK_CANDIDATES, scope)?;
-        let pack = self.own.pack(&found, budget)?;
+        let pack = self.preview(task, budget, scope)?;
         self.own.record_use(&pack.documents(false))?;
         shared.record_use(&pack.documents(true))?;
         Ok(pack)
+    }
+
+    /// The pack [`Namespaced::recall`] would give, its use not logged.
+    pub fn preview(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
+        if self.shared.is_none() {
+            return self.own.preview(task, budget, scope);
+        }
+        check_pack_request(task, budget)?;
+        let found = self.search_both(task, PACK_CANDIDATES, scope)?;
+        self.own.pack(&found, budget)
     }
 
     /// The outline of the own tree, then of the shared one in what is left

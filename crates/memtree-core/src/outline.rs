@@ -88,6 +88,16 @@ fn line(id: &DocId, summary: &str) -> String {
     }
 }
 
+/// A document's one-line summary: its front-matter `summary`, else its
+/// first sentence.
+pub fn summary(split: &crate::front_matter::Split<'_>) -> String {
+    split
+        .yaml
+        .and_then(|y| crate::front_matter::FrontMatter::parse(y).ok())
+        .and_then(|fm| fm.summary)
+        .map_or_else(|| first_sentence(split.body), |s| shorten(&s, 80))
+}
+
 /// A one-line summary of a document body: its first line of text that is
 /// neither a heading nor only links, without Markdown decoration, at most
 /// about 80 characters; else its title.

@@ -633,6 +633,11 @@ impl History for GitHistory {
             walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend("walk history"))?;
             walk.push_head().map_err(backend("walk history"))?;
             let path = id.map(|id| PathBuf::from(path_of(id)));
+            // The walk meets a commit's parent next (history is a line), so
+            // the document's entry in the parent, looked up for one commit,
+            // serves as the next commit's own: each root tree (as large as
+            // the store) is read once, not twice.
+            let mut parent_entry: Option<(Oid, Option<Oid>)> = None;
             for oid in walk {
                 if versions.len() >= limit {
                     break;
@@ -645,8 +650,13 @@ impl History for GitHistory {
                 };
                 let present = match &path {
                     Some(p) => {
-                        let now = entry(&commit, p);
-                        let before = commit.parent(0).ok().and_then(|parent| entry(&parent, p));
+                        let now = match parent_entry.take() {
+                            Some((oid, entry)) if oid == commit.id() => entry,
+                            _ => entry(&commit, p),
+                        };
+                        let parent = commit.parent(0).ok();
+                        let before = parent.as_ref().and_then(|parent| entry(parent, p));
+                        parent_entry = parent.map(|parent| (parent.id(), before));
                         if now == before {
                             continue;
                         }

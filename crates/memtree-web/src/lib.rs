@@ -1,25 +1,32 @@
 //! memtree over HTTP: MCP's Streamable HTTP transport at `/mcp`, with the
 //! same tools, resources, prompts and instructions as over stdio (the
-//! server is the one `memtree-mcp` makes). What the MCP transport spec asks
-//! of a local server is kept here: a bind off loopback only with a bearer
-//! token, which every request must then carry (compared in constant time);
-//! `Host` checked against DNS rebinding and `Origin` against other sites'
-//! pages (rmcp's checks, its Origin check turned on); request bodies
-//! limited.
+//! server is the one `memtree-mcp` makes), and a web UI at `/` over the
+//! same engine. What the MCP transport spec asks of a local server is kept
+//! in `guard`: a bind off loopback only with a bearer token, which every
+//! request must then carry; `Host` checked against DNS rebinding and
+//! `Origin` against other sites' pages; request bodies limited; the UI's
+//! forms proven to come from its own pages.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderValue, header};
+use axum::middleware;
+use axum::response::Response;
+use memtree_core::Namespaced;
 use memtree_mcp::MemtreeServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+mod events;
+mod guard;
+mod ui;
+
+pub use events::Changes;
+use guard::Guard;
 
 /// Where and how to serve.
 pub struct HttpConfig {
@@ -51,10 +58,13 @@ pub fn check(config: &HttpConfig) -> Result<(), HttpError> {
     Ok(())
 }
 
-/// Serves `server` at `config.addr` until `shutdown` completes; `bound` is
-/// told the address listened on (its port, when 0 was asked for).
+/// Serves `server` (MCP) and the UI over `trees` at `config.addr` until
+/// `shutdown` completes; `bound` is told the address listened on (its
+/// port, when 0 was asked for); `changes` tells open pages what changed.
 pub async fn serve(
     server: MemtreeServer,
+    trees: Arc<Namespaced>,
+    changes: Changes,
     config: HttpConfig,
     bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -70,78 +80,74 @@ pub async fn serve(
         ["127.0.0.1", "localhost", "[::1]"].iter().map(|host| format!("http://{host}:{port}")).collect();
     origins.push(format!("http://{addr}"));
     origins.extend(config.allowed_origins.iter().cloned());
-    let mut mcp =
-        StreamableHttpServerConfig::default().with_allowed_origins(origins).enforce_origin_validation();
     // Off loopback, the token is what keeps a rebound name out: the Host
     // may be any name the machine answers to.
-    mcp = if addr.ip().is_unspecified() {
-        mcp.disable_allowed_hosts()
-    } else {
-        mcp.with_allowed_hosts([
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-            addr.ip().to_string(),
-        ])
+    let hosts = (!addr.ip().is_unspecified()).then(|| {
+        vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), addr.ip().to_string()]
+    });
+    let stop = CancellationToken::new();
+    // rmcp checks Host and Origin on the same lists, for MCP. No sessions:
+    // every tool answers from the store alone, so any request may be served
+    // on its own, and nothing is kept per client. Answers are then plain
+    // JSON (rmcp streams only when a handler sends a message first): a
+    // whole document is one answer, which a client's limit on one stream
+    // event (the Python SDK's: 1 MiB) would refuse.
+    let mut mcp = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_allowed_origins(origins.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(stop.child_token());
+    mcp = match &hosts {
+        None => mcp.disable_allowed_hosts(),
+        Some(hosts) => mcp.with_allowed_hosts(hosts.clone()),
     };
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), LocalSessionManager::default().into(), mcp);
-    let guard = Arc::new(Guard { token: config.token, max_body: config.max_body });
-    let app =
-        Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(guard, guarded));
-    tracing::info!(%addr, "serving MCP over HTTP at /mcp");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(HttpError::Serve)
-}
-
-struct Guard {
-    token: Option<String>,
-    max_body: usize,
-}
-
-/// Lets a request through with the token (when one is set) and a body
-/// within the limit.
-async fn guarded(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if let Some(token) = &guard.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|given| same(given.as_bytes(), token.as_bytes())) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "Error: token: missing or wrong",
-            )
-                .into_response();
+    let guard = Arc::new(Guard {
+        token: config.token,
+        max_body: config.max_body,
+        hosts,
+        origins,
+        csrf: guard::secret(),
+    });
+    let pages = ui::router(ui::Ui { trees, changes, guard: Arc::clone(&guard), stop: stop.clone() })
+        .layer(middleware::map_response(protect_page));
+    let app = Router::new()
+        .nest_service("/mcp", service)
+        .merge(pages)
+        .layer(middleware::from_fn_with_state(guard, guard::guarded));
+    tracing::info!(%addr, "serving MCP over HTTP at /mcp and the UI at /");
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            shutdown.await;
+            stop.cancel();
         }
-    }
-    let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, guard.max_body).await {
-        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(_) => (StatusCode::PAYLOAD_TOO_LARGE, format!("Error: request: over {} bytes", guard.max_body))
-            .into_response(),
-    }
+    });
+    axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.map_err(HttpError::Serve)
 }
 
-/// Whether `a` and `b` are equal, in a time that does not depend on where
-/// they differ (a token must not be guessable byte by byte).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    let differ = a.iter().zip(b).fold(0u8, |acc, (x, y)| std::hint::black_box(acc | (x ^ y)));
-    a.len() == b.len() && differ == 0
+/// What a page may do in the browser: run this server's own script and
+/// style only (so an agent's `<script>` that got past the sanitizer still
+/// would not run), and never be framed by another site.
+async fn protect_page(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; \
+             frame-ancestors 'none'; form-action 'self'",
+        ),
+    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_are_equal_only_byte_for_byte() {
-        assert!(same(b"s3cret", b"s3cret"));
-        assert!(!same(b"s3cret", b"s3cres"));
-        assert!(!same(b"s3cret", b"s3cre"));
-        assert!(!same(b"", b"x"));
-    }
 
     #[test]
     fn a_bind_off_loopback_needs_a_token() {

@@ -12,8 +12,11 @@ use std::time::Duration;
 use memtree_core::{DocId, Memory};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
-/// Events arriving within this window are indexed together.
+/// Events arriving within this window of each other are indexed together.
 const DEBOUNCE: Duration = Duration::from_millis(50);
+/// A batch is indexed (and pages told) at the latest this long after its
+/// first event, or a steady stream of writes would never end one.
+const MAX_BATCH: Duration = Duration::from_millis(500);
 
 /// The document id of a path inside the store, if it is one.
 fn doc_id(root: &Path, path: &Path) -> Option<DocId> {
@@ -25,9 +28,11 @@ fn doc_id(root: &Path, path: &Path) -> Option<DocId> {
     DocId::parse(&text.replace(std::path::MAIN_SEPARATOR, "/")).ok()
 }
 
-/// Watches `root` until the process ends. Failing to watch is logged, not
-/// fatal: searches still check their hits, and restarts reconcile.
-pub fn spawn(root: PathBuf, memory: Arc<Memory>) {
+/// Watches `root` until the process ends, telling `changed` the documents
+/// written once they are indexed (none: anything may have changed).
+/// Failing to watch is logged, not fatal: searches still check their hits,
+/// and restarts reconcile.
+pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Send + 'static) {
     let (sender, receiver) = mpsc::channel::<notify::Result<notify::Event>>();
     let mut watcher = match notify::recommended_watcher(sender) {
         Ok(w) => w,
@@ -46,7 +51,10 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>) {
             let _watcher = watcher; // Dropping it would stop the events.
             while let Ok(first) = receiver.recv() {
                 let mut batch = vec![first];
-                while let Ok(event) = receiver.recv_timeout(DEBOUNCE) {
+                let started = std::time::Instant::now();
+                while started.elapsed() < MAX_BATCH
+                    && let Ok(event) = receiver.recv_timeout(DEBOUNCE)
+                {
                     batch.push(event);
                 }
                 let mut rescan = false;
@@ -64,18 +72,20 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>) {
                 }
                 // What another program changed is indexed again and
                 // committed to history as changed outside memtree.
+                let ids: Vec<DocId> = if rescan { Vec::new() } else { ids.into_iter().collect() };
                 let outcome = if rescan {
                     memory.reconcile().and_then(|_| memory.flush_history(None))
                 } else {
-                    memory.reindex_changed(&ids.into_iter().collect::<Vec<_>>()).and_then(|outside| {
-                        match outside.is_empty() {
-                            true => Ok(()),
-                            false => memory.flush_history(Some(&outside)),
-                        }
+                    memory.reindex_changed(&ids).and_then(|outside| match outside.is_empty() {
+                        true => Ok(()),
+                        false => memory.flush_history(Some(&outside)),
                     })
                 };
                 if let Err(error) = outcome {
                     tracing::warn!(%error, "indexing changed files failed");
+                }
+                if rescan || !ids.is_empty() {
+                    changed(&ids);
                 }
             }
         })

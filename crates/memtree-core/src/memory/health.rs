@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::Memory;
-use crate::answer::{DocumentInfo, ValidationReport};
+use crate::answer::{DocumentInfo, StatusReport, ValidationReport};
 use crate::conflicts;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
@@ -44,6 +44,33 @@ impl Memory {
             largest.iter().take(5).map(|d| format!("{} ({} bytes)", d.id, d.bytes)).collect();
         out.push(format!("largest: {}", sizes.join(", ")));
         Ok(out)
+    }
+
+    /// What `status` shows: sizes, the index's state, history's health,
+    /// the documents packs use most and least, and the suggestions.
+    pub fn status_report(&self) -> Result<StatusReport, MemoryError> {
+        let store = self.status()?;
+        let (index, usage) = self.index_status()?;
+        let history = match self.history_health() {
+            None => "off (MEMTREE_HISTORY=off)".to_owned(),
+            Some(Ok(())) => "recording every change".to_owned(),
+            Some(Err(problem)) => Finding::HistoryBroken { reason: problem.reason, queued: problem.queued }
+                .to_string()
+                .trim_start_matches("history: ")
+                .to_owned(),
+        };
+        let index_finding = self.index_health()?.map(|f| f.to_string());
+        Ok(StatusReport {
+            store,
+            index_fresh: index_finding.is_none(),
+            index_finding,
+            embeddings: index.embeddings.clone(),
+            index,
+            history,
+            most_used: usage.iter().take(5).cloned().collect(),
+            least_used: usage.iter().rev().take(5).cloned().collect(),
+            suggestions: self.suggestions()?,
+        })
     }
 
     /// Every broken rule, unreadable file and recovery.

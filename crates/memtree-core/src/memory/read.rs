@@ -22,9 +22,7 @@ impl Memory {
     /// [`Memory::read_document`] and the version of the stored text, to
     /// base a later write on.
     pub fn read_versioned(&self, id: &DocId) -> Result<(String, String), MemoryError> {
-        self.restore_invariants()?;
-        let text = self.read_existing(id)?;
-        let version = merge::version(&text);
+        let (text, version) = self.read_stored(id)?;
         let successor = front_matter::split(&text)
             .yaml
             .and_then(|y| FrontMatter::parse(y).ok())
@@ -35,6 +33,15 @@ impl Memory {
             }
             None => (text, version),
         })
+    }
+
+    /// The document's text exactly as stored, and its version: what an
+    /// editor of the whole file starts from.
+    pub fn read_stored(&self, id: &DocId) -> Result<(String, String), MemoryError> {
+        self.restore_invariants()?;
+        let text = self.read_existing(id)?;
+        let version = merge::version(&text);
+        Ok((text, version))
     }
 
     /// One section of a document: its heading line and everything under it.
@@ -57,12 +64,10 @@ impl Memory {
             match self.storage.read(id) {
                 Ok(Some(text)) => {
                     let split = front_matter::split(&text);
-                    let summary = split
-                        .yaml
-                        .and_then(|y| FrontMatter::parse(y).ok())
-                        .and_then(|fm| fm.summary)
-                        .map_or_else(|| outline::first_sentence(split.body), |s| outline::shorten(&s, 80));
-                    Some(outline::Entry { summary, children: parse_links(split.body).ids })
+                    Some(outline::Entry {
+                        summary: outline::summary(&split),
+                        children: parse_links(split.body).ids,
+                    })
                 }
                 Ok(None) | Err(crate::storage::StorageError::Unreadable { .. }) => None,
                 Err(e) => {
@@ -75,6 +80,12 @@ impl Memory {
             Some(e) => Err(e.into()),
             None => Ok(text),
         }
+    }
+
+    /// A document's one-line summary, as the outline shows it.
+    pub fn summary(&self, id: &DocId) -> Result<String, MemoryError> {
+        let text = self.read_existing(id)?;
+        Ok(outline::summary(&front_matter::split(&text)))
     }
 
     /// Every document with its size, last change, parent and children

@@ -125,11 +125,17 @@ impl Memory {
     /// A memory pack for a task, within `budget` tokens; logs the use of
     /// every document it draws on.
     pub fn recall(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
-        check_pack_request(task, budget)?;
-        let found = self.find(task, PACK_CANDIDATES, scope, None)?;
-        let pack = self.pack(&found, budget)?;
+        let pack = self.preview(task, budget, scope)?;
         self.record_use(&pack.documents(false))?;
         Ok(pack)
+    }
+
+    /// The memory pack [`Memory::recall`] would give, without logging its
+    /// use: for a person looking at what an agent would get.
+    pub fn preview(&self, task: &str, budget: usize, scope: Option<Scope>) -> Result<Pack, MemoryError> {
+        check_pack_request(task, budget)?;
+        let found = self.find(task, PACK_CANDIDATES, scope, None)?;
+        self.pack(&found, budget)
     }
 
     /// The pack of `found` within `budget` tokens, counted with this

@@ -40,6 +40,11 @@ impl Memory {
         Ok(history.log(id, limit)?)
     }
 
+    /// The text of `id` in `version` (`None`: it did not exist then).
+    pub fn read_at(&self, id: &DocId, version: &str) -> Result<Option<String>, MemoryError> {
+        Ok(self.history_backend()?.read_at(version, id)?)
+    }
+
     /// Brings back `id` as it was in `version`, or, without a version, as it
     /// was before its last change (a pruned document: just before it was
     /// pruned). Children it linked then that are gone now come back with

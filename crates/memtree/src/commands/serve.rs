@@ -85,19 +85,29 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     // served at once, and searches check their hits against the files
     // anyway. The BPE table loads at the first memory pack, not here: it
     // costs 25 MiB that a session may never need.
-    let mut background = vec![(settings.own_dir(), Arc::clone(trees.own()))];
-    background.extend(trees.shared().map(|shared| (settings.data_dir.clone(), Arc::clone(shared))));
+    // Pages open in a browser are told what changed (HTTP only).
+    let changes = memtree_web::Changes::default();
+    let mut background = vec![(settings.own_dir(), Arc::clone(trees.own()), "")];
+    background.extend(
+        trees
+            .shared()
+            .map(|shared| (settings.data_dir.clone(), Arc::clone(shared), memtree_core::SHARED_PREFIX)),
+    );
     // A search before the index has caught up waits for it a while, then
     // says how far it is, rather than answer "no matches" from a stale index.
-    for (_, memory) in &background {
+    for (_, memory, _) in &background {
         memory.expect_reconcile();
     }
+    let told = changes.clone();
     std::thread::spawn(move || {
         // Let the client's handshake and first requests go first: on two
         // cores, walking a large store competes with them for the CPU.
         std::thread::sleep(std::time::Duration::from_millis(100));
-        for (dir, memory) in background {
-            crate::watch::spawn(dir, Arc::clone(&memory));
+        for (dir, memory, prefix) in background {
+            let changes = told.clone();
+            crate::watch::spawn(dir, Arc::clone(&memory), move |ids| {
+                changes.send(ids.iter().map(|id| format!("{prefix}{id}")).collect());
+            });
             match memory.reconcile() {
                 Ok(report) => tracing::info!(?report, "index reconciled"),
                 Err(error) => tracing::error!(%error, "index reconciliation failed"),
@@ -121,8 +131,12 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             Some(config) => {
                 // The address is printed for a person or a script that
                 // asked for port 0; logs go to stderr.
-                let bound = |addr| eprintln!("memtree: serving MCP at http://{addr}/mcp");
-                memtree_web::serve(server, config, bound, stopped()).await.context("MCP over HTTP failed")
+                let bound = |addr| {
+                    eprintln!("memtree: serving MCP at http://{addr}/mcp and the UI at http://{addr}/")
+                };
+                memtree_web::serve(server, Arc::clone(&trees), changes, config, bound, stopped())
+                    .await
+                    .context("MCP over HTTP failed")
             }
             None => {
                 tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
