@@ -259,6 +259,12 @@ def test_an_open_page_follows_what_agents_write(ui: str, page, store: Path, base
     page.goto(ui + "/doc/people")
     write(store, base_env, "people", "# People\n\nAda, Bob and Fay.\n")
     page.locator("article", has_text="Fay").wait_for(timeout=10_000)
+    # A page of the whole store says the memory changed, and reloads when asked.
+    page.goto(ui + "/")
+    write(store, base_env, "people", "# People\n\nAda, Bob and Fay.\n\n- [[people/hal]]\n")
+    page.locator("#changed").wait_for(state="visible", timeout=10_000)
+    page.locator("#changed").get_by_role("link", name="Reload").click()
+    page.locator("ul.tree").get_by_role("link", name="people/hal", exact=True).wait_for(timeout=10_000)
     # A form being filled in is not reloaded: it says the document changed.
     page.goto(ui + "/edit/people")
     page.locator("textarea").fill("# People\n\nTyped, not saved.\n")
@@ -290,3 +296,24 @@ def test_a_token_is_asked_for_once_and_kept_in_a_strict_cookie(store: Path, base
         page.get_by_role("button", name="Save").click()
         assert page.locator(".notice").inner_text() == "Succeeded"
         context.close()
+
+
+def test_a_large_tree_opens_its_deep_subtrees_on_demand(store: Path, base_env: dict[str, str], browser) -> None:
+    # 40 sections of 10 notes each, written as files (as an editor would).
+    store.mkdir()
+    (store / "root.md").write_text("# Root\n\n" + "".join(f"- [[s{i}]]\n" for i in range(40)))
+    for i in range(40):
+        (store / f"s{i}.md").write_text(f"# Section {i}\n\n" + "".join(f"- [[s{i}n{j}]]\n" for j in range(10)))
+        for j in range(10):
+            (store / f"s{i}n{j}.md").write_text(f"# Note {i}.{j}\n\nThe fact number {i * 10 + j}.\n")
+    with http_server(store, base_env) as addr:
+        page = browser.new_page()
+        page.goto(f"http://{addr}/")
+        folded = page.locator("details[data-src]")
+        assert folded.count() > 0, "past the first documents, subtrees are left folded"
+        last = page.locator("ul.tree > li > details > ul > li").last
+        assert last.locator("a").first.inner_text() == "s39"
+        assert last.locator("a", has_text="s39n9").count() == 0, "not listed until opened"
+        last.locator("summary").first.click(position={"x": 2, "y": 8})
+        last.get_by_role("link", name="s39n9", exact=True).wait_for(timeout=10_000)
+        page.close()

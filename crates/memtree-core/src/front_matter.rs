@@ -209,6 +209,23 @@ impl FrontMatter {
     }
 }
 
+/// A block's top-level keys and their values as a person reads them: a
+/// scalar as written, a list joined with commas, anything else as flow
+/// YAML. Empty when the block is not a YAML mapping.
+pub fn fields(yaml: &str) -> Vec<(String, String)> {
+    let Ok(Value::Mapping(map)) = yaml_serde::from_str::<Value>(yaml) else { return Vec::new() };
+    let show = |v: &Value| {
+        scalar_string(v).unwrap_or_else(|| match v {
+            Value::Null => String::new(),
+            Value::Sequence(items) if items.iter().all(|i| scalar_string(i).is_some()) => {
+                items.iter().filter_map(scalar_string).collect::<Vec<_>>().join(", ")
+            }
+            other => yaml_serde::to_string(other).unwrap_or_default().trim().replace('\n', " "),
+        })
+    };
+    map.iter().map(|(k, v)| (scalar_string(k).unwrap_or_else(|| show(k)), show(v))).collect()
+}
+
 /// `text` with top-level keys of its front-matter block set (`Some`) or
 /// removed (`None`), every other line kept as written (its line ending and
 /// a byte-order mark included); a block is created when there is none.
@@ -334,6 +351,25 @@ fn scalar_string(v: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_are_the_top_level_keys_as_a_person_reads_them() {
+        let yaml = "summary: Postgres facts\ntags:\n  - db\n  - ops\n# a comment\nstatus: deprecated\n\
+                    owner: {name: Ada}\nnote: |\n  two\n  lines\n";
+        assert_eq!(
+            fields(yaml),
+            [
+                ("summary", "Postgres facts"),
+                ("tags", "db, ops"),
+                ("status", "deprecated"),
+                ("owner", "name: Ada"),
+                ("note", "two\nlines\n"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert!(fields("- not\n- a mapping\n").is_empty());
+        assert!(fields(": : bad").is_empty());
+    }
 
     #[test]
     fn splits_a_block_and_keeps_it_verbatim() {

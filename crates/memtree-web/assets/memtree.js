@@ -41,9 +41,9 @@ for (const svg of document.querySelectorAll("svg.graph")) {
   });
 }
 
-// Changes: a page of the store reloads, a document's page reloads when
-// that document changed, and a page that would lose something (a form
-// being filled in, an answer) only says so.
+// Changes: a document's page reloads when that document changed; a page
+// of the whole store, or one that would lose something (a form being filled
+// in, an answer), says so and offers to reload.
 (() => {
   const mode = document.body.dataset.watch;
   if (!mode || !window.EventSource) return;
@@ -59,10 +59,16 @@ for (const svg of document.querySelectorAll("svg.graph")) {
       reloading = true;
       // Several writes in a burst: one reload.
       setTimeout(() => location.reload(), 300);
-    } else {
-      banner.textContent = mine
-        ? `${mine} was changed by another writer since this page was opened. Saving merges by section, or shows the conflict.`
-        : "The memory changed since this page was opened.";
+    } else if (mine) {
+      banner.textContent = `${mine} was changed by another writer since this page was opened. ` +
+        "Saving merges by section, or shows the conflict.";
+      banner.hidden = false;
+    } else if (banner.hidden) {
+      banner.textContent = "The memory changed since this page was opened. ";
+      const reload = document.createElement("a");
+      reload.href = location.href;
+      reload.textContent = "Reload";
+      banner.append(reload);
       banner.hidden = false;
     }
   });

@@ -88,7 +88,7 @@ pub(crate) async fn guarded(State(guard): State<Arc<Guard>>, request: Request, n
         return (StatusCode::FORBIDDEN, "Error: origin: not allowed").into_response();
     }
     let path = request.uri().path();
-    let page = !path.starts_with("/mcp");
+    let page = path != "/mcp" && !path.starts_with("/mcp/");
     let open = path == "/login" || path.starts_with("/assets/");
     if !open && !guard.authorized(headers) {
         if page && request.method() == Method::GET {

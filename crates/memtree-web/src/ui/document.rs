@@ -24,7 +24,7 @@ pub(super) async fn view(State(ui): State<Ui>, Path(raw): Path<String>) -> Resul
 pub(super) async fn answered(ui: &Ui, raw: String, answer: String) -> Result<Response, Failure> {
     let csrf = ui.csrf();
     let body = ui.engine(move |trees| document(trees, &raw, &csrf)).await?;
-    Ok(page(&body.title, Watch::Notice, html! { (notice(&answer)) (body.markup) }).into_response())
+    Ok(page(&body.title, Watch::Store, html! { (notice(&answer)) (body.markup) }).into_response())
 }
 
 struct Body {
@@ -48,7 +48,7 @@ fn document(trees: &Namespaced, raw: &str, csrf: &Markup) -> Result<Body, Memory
     }
     trail.reverse();
     let split = front_matter::split(&text);
-    let fields = split.yaml.map(fields).unwrap_or_default();
+    let fields = split.yaml.map(front_matter::fields).unwrap_or_default();
     let successor = fields.iter().find(|(k, _)| k == "superseded_by").map(|(_, v)| v.clone());
     let markup = html! {
         nav.crumbs aria-label="Breadcrumbs" {
@@ -84,29 +84,6 @@ fn document(trees: &Namespaced, raw: &str, csrf: &Markup) -> Result<Body, Memory
     Ok(Body { title: full.clone(), id: full, markup })
 }
 
-/// A front-matter block's top-level keys and their values as written (a
-/// value over several lines joined).
-fn fields(yaml: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in yaml.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
-        let indented = line.starts_with([' ', '\t', '-']);
-        match line.split_once(':') {
-            Some((key, value)) if !indented && !key.starts_with('#') => {
-                out.push((key.trim().to_owned(), value.trim().to_owned()));
-            }
-            _ => {
-                if let Some((_, value)) = out.last_mut() {
-                    if !value.is_empty() {
-                        value.push(' ');
-                    }
-                    value.push_str(line.trim());
-                }
-            }
-        }
-    }
-    out
-}
-
 pub(super) async fn edit_form(State(ui): State<Ui>, Path(raw): Path<String>) -> Result<Markup, Failure> {
     let (id, text, version) = ui
         .engine(move |trees| {
@@ -126,7 +103,7 @@ fn full_id(id: &DocId, shared: bool) -> String {
 /// the engine's answer and the text as it is now, and `text` is what the
 /// person wrote: nothing they typed is lost, and saving again is based on
 /// the text they were shown.
-fn editor(ui: &Ui, id: &str, text: &str, version: &str, refused: Option<(&str, &str)>) -> Markup {
+fn editor(ui: &Ui, id: &str, text: &str, version: &str, refused: Option<(&str, Option<&str>)>) -> Markup {
     page(
         &format!("Edit {id}"),
         Watch::Editing(id.to_owned()),
@@ -145,7 +122,7 @@ fn editor(ui: &Ui, id: &str, text: &str, version: &str, refused: Option<(&str, &
             @if let Some((_, current)) = refused {
                 details.current open {
                     summary { "The document as it is now" }
-                    pre { (current) }
+                    pre { (current.unwrap_or("(it no longer exists)")) }
                 }
             }
         },
@@ -167,33 +144,36 @@ pub(super) async fn save(
     Form(form): Form<Save>,
 ) -> Result<Response, Failure> {
     let target = raw.clone();
+    let base = form.base.clone();
     let (id, content, saved, now) = ui
         .engine(move |trees| {
             let t = trees.for_write("id", Some(&target))?;
-            let (stored, _) = t.memory.read_stored(&t.id)?;
             // A browser sends a text area's lines ending in CRLF whatever
             // the document's own endings are.
-            let content = match LineEnding::of(&stored) {
-                LineEnding::CrLf => form.content,
-                _ => form.content.replace("\r\n", "\n"),
-            };
+            let crlf = t
+                .memory
+                .read_stored(&t.id)
+                .is_ok_and(|(stored, _)| LineEnding::of(&stored) == LineEnding::CrLf);
+            let content = if crlf { form.content } else { form.content.replace("\r\n", "\n") };
             let base = Some(form.base.as_str()).filter(|b| !b.is_empty());
-            let saved = t.memory.update_document(&t.id, &content, base).map(|o| o.report());
-            let now = match &saved {
-                Ok(_) => None,
-                Err(_) => Some(t.memory.read_stored(&t.id)?),
-            };
-            Ok((full_id(&t.id, t.shared), content, saved.map_err(|e| e.report()), now))
+            let saved =
+                t.memory.update_document(&t.id, &content, base).map(|o| o.report()).map_err(|e| e.report());
+            // Refused: the text as it is now, to merge by hand (none: the
+            // document is gone).
+            let now = if saved.is_err() { t.memory.read_stored(&t.id).ok() } else { None };
+            Ok((full_id(&t.id, t.shared), content, saved, now))
         })
         .await?;
-    match (saved, now) {
-        (Ok(answer), _) => answered(&ui, raw, answer).await,
-        (Err(answer), Some((current, version))) => {
-            let page = editor(&ui, &id, &content, &version, Some((&answer, &current)));
-            Ok((axum::http::StatusCode::CONFLICT, page).into_response())
-        }
-        (Err(answer), None) => Ok(notice(&answer).into_response()),
-    }
+    let answer = match saved {
+        Ok(answer) => return answered(&ui, raw, answer).await,
+        Err(answer) => answer,
+    };
+    let (current, version) = match &now {
+        Some((current, version)) => (Some(current.as_str()), version.as_str()),
+        None => (None, base.as_str()),
+    };
+    let page = editor(&ui, &id, &content, version, Some((&answer, current)));
+    Ok((axum::http::StatusCode::CONFLICT, page).into_response())
 }
 
 #[derive(serde::Deserialize)]
@@ -234,22 +214,4 @@ pub(super) async fn lifecycle(
         })
         .await?;
     answered(&ui, raw, answer).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fields_are_the_top_level_keys() {
-        let yaml = "summary: Postgres facts\ntags:\n  - db\n  - ops\n# a comment\nstatus: deprecated\n";
-        assert_eq!(
-            fields(yaml),
-            vec![
-                ("summary".to_owned(), "Postgres facts".to_owned()),
-                ("tags".to_owned(), "- db - ops".to_owned()),
-                ("status".to_owned(), "deprecated".to_owned()),
-            ]
-        );
-    }
 }

@@ -29,7 +29,7 @@ pub(super) async fn graph(State(ui): State<Ui>) -> Result<Markup, Failure> {
         p.hint { "Scroll to zoom, drag to move; a dot opens its document." }
         div.graph { (picture) }
     };
-    Ok(page("Graph", Watch::Everything, body))
+    Ok(page("Graph", Watch::Store, body))
 }
 
 struct Node<'a> {

@@ -39,7 +39,7 @@ pub(super) async fn store(
             button type="submit" { "Its versions" }
         }
     };
-    Ok(page("History", Watch::Everything, body).into_response())
+    Ok(page("History", Watch::Store, body).into_response())
 }
 
 pub(super) async fn document(State(ui): State<Ui>, Path(raw): Path<String>) -> Result<Markup, Failure> {

@@ -9,24 +9,23 @@ use crate::guard::CSRF_FIELD;
 
 /// What changes a page cares about (told by server-sent events).
 pub(crate) enum Watch {
-    /// A page of the whole store: reloads on any change.
-    Everything,
-    /// A document's page: reloads when it changes.
+    /// A page of the whole store, or one that reloading would lose (an
+    /// answer to a form, a search): says the memory changed, with a link to
+    /// reload. A tree reloading at each of an agent's writes could not be
+    /// read.
+    Store,
+    /// A document's page: reloads when the document changes.
     Document(String),
     /// A form being filled in: says the document changed, never reloads.
     Editing(String),
-    /// Reloading would lose what the page shows (an answer to a post, a
-    /// search): says memory changed.
-    Notice,
     Nothing,
 }
 
 pub(crate) fn page(title: &str, watch: Watch, body: Markup) -> Markup {
     let (mode, ids) = match &watch {
-        Watch::Everything => ("reload", String::new()),
+        Watch::Store => ("notice", String::new()),
         Watch::Document(id) => ("reload", id.clone()),
         Watch::Editing(id) => ("notice", id.clone()),
-        Watch::Notice => ("notice", String::new()),
         Watch::Nothing => ("", String::new()),
     };
     html! {

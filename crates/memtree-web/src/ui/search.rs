@@ -52,7 +52,7 @@ pub(super) async fn search(
         h2 { "Memory pack" }
         (pack_form("", defaults::PACK_BUDGET))
     };
-    Ok(page("Search", Watch::Notice, body))
+    Ok(page("Search", Watch::Store, body))
 }
 
 fn pack_form(task: &str, budget: usize) -> Markup {
@@ -83,5 +83,5 @@ pub(super) async fn pack(State(ui): State<Ui>, Query(query): Query<PackQuery>) -
         p.meta { (pack.used) " of " (pack.budget) " tokens (" (pack.tokenizer) "), " (pack.entries.len()) " passages" }
         pre.pack { (pack.render()) }
     };
-    Ok(page("Memory pack", Watch::Notice, body))
+    Ok(page("Memory pack", Watch::Store, body))
 }

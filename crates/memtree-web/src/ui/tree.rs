@@ -39,7 +39,7 @@ pub(super) async fn index(State(ui): State<Ui>) -> Result<Markup, Failure> {
         .await?;
     Ok(page(
         "Tree",
-        Watch::Everything,
+        Watch::Store,
         html! {
             h1 { "Tree" }
             @for (i, section) in sections.iter().enumerate() {
@@ -55,6 +55,9 @@ pub(super) async fn index(State(ui): State<Ui>) -> Result<Markup, Failure> {
 pub(super) async fn subtree(State(ui): State<Ui>, Path(raw): Path<String>) -> Result<Markup, Failure> {
     ui.engine(move |trees| {
         let target = trees.for_read("id", Some(&raw))?;
+        if !target.memory.exists(&target.id)? {
+            return Err(MemoryError::NotFound { id: target.id });
+        }
         let prefix = if target.shared { SHARED_PREFIX } else { "" };
         let mut lister = Lister::new(target.memory, prefix)?;
         lister.children(&target.id, OPEN_LEVELS)
@@ -66,7 +69,7 @@ pub(super) async fn outline(State(ui): State<Ui>) -> Result<Markup, Failure> {
     let outline = ui.engine(|trees| trees.outline()).await?;
     Ok(page(
         "Outline",
-        Watch::Everything,
+        Watch::Store,
         html! {
             h1 { "Outline" }
             p.hint { "What an agent is told the memory holds when it connects." }
@@ -76,7 +79,7 @@ pub(super) async fn outline(State(ui): State<Ui>) -> Result<Markup, Failure> {
 }
 
 pub(super) async fn status(State(ui): State<Ui>) -> Result<Markup, Failure> {
-    let reports = ui
+    let reports: Vec<String> = ui
         .engine(|trees| {
             each_tree(trees)
                 .into_iter()
@@ -84,10 +87,9 @@ pub(super) async fn status(State(ui): State<Ui>) -> Result<Markup, Failure> {
                 .collect()
         })
         .await?;
-    let reports: Vec<String> = reports;
     Ok(page(
         "Status",
-        Watch::Everything,
+        Watch::Store,
         html! {
             h1 { "Status" }
             @for (i, report) in reports.iter().enumerate() {
