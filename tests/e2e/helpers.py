@@ -198,7 +198,8 @@ def http_server_at(argv: list[str], env: Mapping[str, str], errlog: Any, log_pat
     try:
         deadline = time.monotonic() + 30
         while True:
-            for line in log_path.read_text().splitlines():
+            # Whole lines only: the server may be writing this one.
+            for line in log_path.read_text().split("\n")[:-1]:
                 if "serving MCP at http://" in line:
                     url = line.split("serving MCP at http://", 1)[1].split()[0]
                     break

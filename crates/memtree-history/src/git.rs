@@ -20,6 +20,7 @@ use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sor
 use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepared, Version};
 use thread_priority::ThreadPriority;
 
+use crate::changes::Changes;
 use crate::packs;
 use crate::queue::Queue;
 use crate::round::{self, Round};
@@ -69,6 +70,8 @@ pub struct GitHistory {
     /// Why the last attempt to commit failed, until one succeeds.
     problem: Mutex<Option<String>>,
     wake: Arc<(Mutex<bool>, Condvar)>,
+    /// Which commits changed which document, built at the first question.
+    changes: Mutex<Changes>,
 }
 
 /// The history error of `op` failing, which keeps the error beneath as
@@ -118,6 +121,7 @@ impl GitHistory {
             unindexed: Mutex::default(),
             problem: Mutex::default(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
+            changes: Mutex::default(),
         });
         if let Err(error) = history.queue.repair() {
             tracing::error!(%error, "the history queue's folders cannot be repaired");
@@ -398,6 +402,26 @@ impl GitHistory {
 impl GitHistory {
     /// Brings the git index to the files of the documents committed since
     /// it last did, so that `git status` in the store is clean.
+    /// Whether each document's file is as the last commit has it (or
+    /// absent from both). A file that git would filter on the way in may
+    /// look changed: the scan then finds out.
+    fn as_committed(&self, repo: &Repository, ids: &[DocId]) -> Result<bool, HistoryError> {
+        let Some(head) = head_commit(repo)? else { return Ok(false) };
+        let tree = head.tree().map_err(backend("read tree"))?;
+        for id in ids {
+            let path = path_of(id);
+            let file = self.root.join(&path);
+            let on_disk = match file.is_file() {
+                true => Some(Oid::hash_file(ObjectType::Blob, &file).map_err(backend("hash file"))?),
+                false => None,
+            };
+            if on_disk != tree.get_path(Path::new(&path)).ok().map(|e| e.id()) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn sync_index(&self, repo: &Repository) -> Result<(), HistoryError> {
         let ids: Vec<DocId> = std::mem::take(&mut *self.unindexed.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
@@ -612,6 +636,9 @@ impl History for GitHistory {
                 // between writes.
                 Some([]) if self.mode == CommitTiming::InBackground => {}
                 Some([]) => self.sync_index(repo)?,
+                // Nothing to record (the usual case when a document's
+                // history is asked for): no git index read and written.
+                Some(ids) if self.as_committed(repo, ids)? => {}
                 other => {
                     self.sync_index(repo)?;
                     self.scan(other)?;
@@ -625,56 +652,28 @@ impl History for GitHistory {
 
     fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError> {
         self.with_repo(|repo| {
-            let mut versions = Vec::new();
-            if head_commit(repo)?.is_none() {
-                return Ok(versions);
-            }
-            let mut walk = repo.revwalk().map_err(backend("walk history"))?;
-            walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend("walk history"))?;
-            walk.push_head().map_err(backend("walk history"))?;
-            let path = id.map(|id| PathBuf::from(path_of(id)));
-            // The walk meets a commit's parent next (history is a line), so
-            // the document's entry in the parent, looked up for one commit,
-            // serves as the next commit's own: each root tree (as large as
-            // the store) is read once, not twice.
-            let mut parent_entry: Option<(Oid, Option<Oid>)> = None;
-            for oid in walk {
-                if versions.len() >= limit {
-                    break;
-                }
-                let commit = repo
-                    .find_commit(oid.map_err(backend("walk history"))?)
-                    .map_err(backend("read commit"))?;
-                let entry = |c: &git2::Commit<'_>, p: &Path| -> Option<Oid> {
-                    c.tree().ok()?.get_path(p).ok().map(|e| e.id())
-                };
-                let present = match &path {
-                    Some(p) => {
-                        let now = match parent_entry.take() {
-                            Some((oid, entry)) if oid == commit.id() => entry,
-                            _ => entry(&commit, p),
-                        };
-                        let parent = commit.parent(0).ok();
-                        let before = parent.as_ref().and_then(|parent| entry(parent, p));
-                        parent_entry = parent.map(|parent| (parent.id(), before));
-                        if now == before {
-                            continue;
-                        }
-                        now.is_some()
-                    }
-                    None => true,
-                };
+            let Some(head) = head_commit(repo)? else { return Ok(Vec::new()) };
+            let version = |oid: Oid, present: bool| -> Result<Version, HistoryError> {
+                let commit = repo.find_commit(oid).map_err(backend("read commit"))?;
                 let message =
                     commit.message().unwrap_or("").lines().take_while(|l| !l.starts_with(RECORD_TRAILER));
                 let message: Vec<&str> = message.filter(|l| !l.is_empty()).collect();
-                versions.push(Version {
-                    version: commit.id().to_string()[..10].to_owned(),
+                Ok(Version {
+                    version: oid.to_string()[..10].to_owned(),
                     time: commit.time().seconds(),
                     message: message.join("; "),
                     present,
-                });
+                })
+            };
+            if let Some(id) = id {
+                let mut changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+                let touches = changes.of(repo, head.id(), &path_of(id))?;
+                return touches.iter().take(limit).map(|t| version(t.commit, t.present)).collect();
             }
-            Ok(versions)
+            let mut walk = repo.revwalk().map_err(backend("walk history"))?;
+            walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(backend("walk history"))?;
+            walk.push(head.id()).map_err(backend("walk history"))?;
+            walk.take(limit).map(|oid| version(oid.map_err(backend("walk history"))?, true)).collect()
         })
     }
 

@@ -2,6 +2,7 @@
 //! through `git2`) and every change is one commit, made off the request's
 //! path from a durable queue so that none is lost or reordered.
 
+mod changes;
 mod git;
 mod packs;
 mod queue;
