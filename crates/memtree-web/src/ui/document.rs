@@ -184,6 +184,8 @@ pub(super) struct LifecycleForm {
     superseded_by: String,
     #[serde(default)]
     expires: String,
+    /// Required, as by the tool: the engine says so when it is missing.
+    #[serde(default)]
     why: String,
 }
 
