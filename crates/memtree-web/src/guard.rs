@@ -72,7 +72,7 @@ impl Guard {
     /// The `Set-Cookie` value that lets a browser in from now on: the
     /// token, out of reach of scripts and of other sites' requests.
     pub fn cookie(&self) -> String {
-        let value: String = self.token.as_deref().unwrap_or("").bytes().map(|b| format!("{b:02x}")).collect();
+        let value = hex(self.token.as_deref().unwrap_or("").as_bytes());
         format!("{COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/")
     }
 }
@@ -158,6 +158,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 pub(crate) fn secret() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the system's random source");
+    hex(&bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

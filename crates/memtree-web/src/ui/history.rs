@@ -77,6 +77,13 @@ fn table(versions: &[Version], document: Option<(&str, &Markup)>) -> Markup {
             }
         }
         table.versions {
+            @if !versions.is_empty() {
+                thead { tr {
+                    @if document.is_some() { th { "from" } th { "to" } }
+                    th { "version" } th { "when (UTC)" } th { "change" }
+                    @if document.is_some() { th {} }
+                } }
+            }
             @for (i, v) in versions.iter().enumerate() {
                 tr {
                     @if document.is_some() {
