@@ -306,7 +306,7 @@ fn names_key(line: &str, key: &str) -> bool {
 /// A string as a YAML scalar that reads back as the same string (or, for
 /// a number, as that number).
 fn scalar(value: &str) -> String {
-    if value.chars().any(char::is_control) {
+    if value.chars().any(needs_escape) {
         // Only a double-quoted scalar keeps line breaks and controls.
         let mut out = String::from('"');
         for c in value.chars() {
@@ -316,7 +316,7 @@ fn scalar(value: &str) -> String {
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
                 '\r' => out.push_str("\\r"),
-                c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c if needs_escape(c) => out.push_str(&format!("\\u{:04x}", u32::from(c))),
                 c => out.push(c),
             }
         }
@@ -333,6 +333,13 @@ fn scalar(value: &str) -> String {
     } else {
         format!("'{}'", value.replace('\'', "''"))
     }
+}
+
+/// Whether YAML cannot carry `c` as itself in a scalar: controls, the
+/// characters outside its printable set (a byte-order mark, U+FFFE, U+FFFF)
+/// and the Unicode line and paragraph separators, which it reads as breaks.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
 }
 
 fn invalid(key: &'static str, expected: &'static str) -> FrontMatterError {
@@ -473,7 +480,18 @@ mod tests {
             let map: std::collections::BTreeMap<String, Value> = yaml_serde::from_str(yaml).unwrap();
             map.get(key).cloned()
         };
-        for why in ["a\nb", "line\n---\nafter", "tab\there", "bell\u{7}", "quote \" and \\ back"] {
+        for why in [
+            "a\nb",
+            "line\n---\nafter",
+            "tab\there",
+            "bell\u{7}",
+            "quote \" and \\ back",
+            "0\r\r\u{ffff}\u{1}\u{6}",
+            "bom\u{feff}",
+            "\u{fffe}",
+            "line\u{2028}para\u{2029}end",
+            "nel\u{85}",
+        ] {
             let text = set_keys("# x\n", &[("why", Some(why.to_owned()))]);
             assert_eq!(reads(&text, "why"), Some(Value::String(why.to_owned())), "{text}");
             assert_eq!(split(&text).body, "# x\n");
