@@ -2,7 +2,7 @@
 # Runs memtree's cargo-fuzz (libFuzzer) targets in fuzz/, one after another.
 #
 #   bash scripts/fuzz.sh                  every target for $FUZZ_SECONDS s each (default 600)
-#   bash scripts/fuzz.sh --smoke          every target for ~20 s each (CI)
+#   bash scripts/fuzz.sh --smoke          every target for ~20 s each (FUZZ_SECONDS), seed 1 (CI)
 #   bash scripts/fuzz.sh doc_id ...       only the named targets
 #   bash scripts/fuzz.sh --update-corpus  also merge new coverage into fuzz/corpus/<target>
 #
@@ -13,6 +13,10 @@
 # Per target it prints runs executed, exec/s, corpus size and whether a
 # crash was found (the input is then in fuzz/artifacts/<target>/); it exits
 # non-zero when any target crashed.
+#
+# --smoke is a gate, so it is repeatable: a fixed seed and a fresh working
+# corpus, so a run here explores the same inputs, in the same order, as the
+# run in CI (which stops sooner or later with the machine's speed).
 #
 # Needs cargo-fuzz (installed here when missing) and a nightly toolchain;
 # without one, stable runs with RUSTC_BOOTSTRAP=1. FUZZ_TOOLCHAIN=nightly or
@@ -25,12 +29,13 @@ cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-600}"
 update_corpus=0
+smoke=0
 targets=()
 for arg in "$@"; do
     case "$arg" in
-        --smoke) seconds=20 ;;
+        --smoke) seconds="${FUZZ_SECONDS:-20}" smoke=1 ;;
         --update-corpus) update_corpus=1 ;;
-        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $arg" >&2; exit 2 ;;
         *) targets+=("$arg") ;;
     esac
@@ -79,6 +84,12 @@ for t in "${targets[@]}"; do
     echo "== $t: ${seconds} s"
     seeds="fuzz/corpus/$t"
     work="fuzz/target/corpus/$t"
+    random=()
+    if [ "$smoke" = 1 ]; then
+        work="fuzz/target/smoke/$t"
+        rm -rf "$work"
+        random=(-seed=1)
+    fi
     artifacts="fuzz/artifacts/$t"
     mkdir -p "$seeds" "$work" "$artifacts"
     log="$log_dir/$t.log"
@@ -96,7 +107,7 @@ for t in "${targets[@]}"; do
 
     status=0
     nice -n 10 "${cargo[@]}" run "$t" "$work" "$seeds" -- \
-        -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
+        -max_total_time="$seconds" -timeout=10 -print_final_stats=1 "${random[@]}" \
         -artifact_prefix="$artifacts/" > "$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)

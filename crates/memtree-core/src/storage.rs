@@ -130,6 +130,12 @@ pub enum StorageError {
          move it aside (the documents stay as that change left them), then run `memtree validate`"
     )]
     BadJournal { path: String, reason: String },
+    /// Another process committed a change since this one read the store:
+    /// a backend without a store lock (a bucket) refuses the change, and
+    /// the engine plans it again on what is stored now.
+    /// Surfaces only once the engine's retries are spent.
+    #[error("writers in other processes kept committing first; the change is not saved, try again")]
+    Conflict,
 }
 
 /// A place that holds one tree of documents.
@@ -148,10 +154,13 @@ pub trait Storage: Send + Sync {
 
     /// Applies `change` atomically: after a crash at any instant the store
     /// holds either none or all of it (once [`Storage::recover`] has run).
-    /// The caller holds an exclusive lock.
+    /// The caller holds an exclusive lock. A backend whose lock excludes no
+    /// one returns [`StorageError::Conflict`] when another process
+    /// committed since the lock was taken, and stores nothing.
     fn apply(&self, change: &Change) -> Result<(), StorageError>;
 
-    /// Takes the store lock, waiting for it.
+    /// Takes the store lock, waiting for it. An exclusive lock on a backend
+    /// with no lock (a bucket) marks where the writer's reads start.
     fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError>;
 
     /// Whether an interrupted change is waiting for recovery. Cheap.

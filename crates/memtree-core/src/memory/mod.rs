@@ -38,10 +38,22 @@ use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::history::History;
 use crate::index::{SearchIndex, TokenCounter};
-use crate::storage::{Change, LockMode, Recovery, Storage, StoreLock};
+use crate::storage::{Change, LockMode, Recovery, Storage, StorageError, StoreLock};
 use crate::tree::{Finding, Tree};
 use index_sync::CatchingUp;
 use tree_cache::TreeCache;
+
+/// How many times a write is planned before a run of conflicts is reported.
+const WRITE_ATTEMPTS: u32 = 12;
+
+/// A random wait that grows with the attempt (up to about 0.4 s), so
+/// writers that collided do not collide again in step.
+fn backoff(attempt: u32) -> std::time::Duration {
+    use std::hash::BuildHasher as _;
+    let jitter = std::collections::hash_map::RandomState::new().hash_one(attempt) % 1000;
+    let ceiling_ms = 10u64 << attempt.min(5);
+    std::time::Duration::from_micros(jitter * ceiling_ms + 1000)
+}
 
 /// The engine over one store: its documents, and the search index and
 /// history beside them.
@@ -52,6 +64,9 @@ pub struct Memory {
     history: Option<Arc<dyn History>>,
     settings: MemorySettings,
     writer: Mutex<()>,
+    /// The documents the current write read on its earlier attempts: the
+    /// base texts to merge with when another process committed first.
+    earlier_reads: Mutex<Vec<(DocId, String)>>,
     cache: Mutex<TreeCache>,
     recovered: Option<Recovery>,
     /// How far the index is in catching up with the documents, while it is.
@@ -76,6 +91,7 @@ impl Memory {
             history: None,
             settings,
             writer: Mutex::new(()),
+            earlier_reads: Mutex::default(),
             cache: Mutex::default(),
             recovered,
             catching_up: CatchingUp::default(),
@@ -170,6 +186,30 @@ impl Memory {
         }
     }
 
+    /// Runs a write with the process's writer mutex and the store's
+    /// exclusive lock held. On a store without a lock (a bucket), a change
+    /// that another process committed first refuses ours
+    /// ([`StorageError::Conflict`]): `op` then runs again on what is stored
+    /// now, so a stale base is merged or refused exactly as after any other
+    /// writer, and nothing is lost.
+    pub(super) fn write<T>(&self, mut op: impl FnMut() -> Result<T, MemoryError>) -> Result<T, MemoryError> {
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut attempt = 0;
+        let result = loop {
+            let result = self.lock(LockMode::Exclusive).and_then(|_lock| op());
+            match result {
+                Err(MemoryError::Storage(StorageError::Conflict)) if attempt < WRITE_ATTEMPTS => {
+                    attempt += 1;
+                    tracing::debug!(attempt, "another process committed first; planning the write again");
+                    std::thread::sleep(backoff(attempt));
+                }
+                result => break result,
+            }
+        };
+        self.earlier_reads.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        result
+    }
+
     /// Takes the store lock, first restoring what another process or
     /// program may have broken, so no one sees a half-applied tree.
     pub(super) fn lock(&self, mode: LockMode) -> Result<StoreLock, MemoryError> {
@@ -200,11 +240,17 @@ impl Memory {
         }
         if self.storage.stamp(&DocId::root())?.is_none() {
             tracing::info!("creating root from the template");
-            self.apply_change(&Change {
+            let created = self.apply_change(&Change {
                 puts: vec![(DocId::root(), self.settings.root_template.clone())],
                 deletes: vec![],
                 label: "create root".to_owned(),
-            })?;
+            });
+            match created {
+                // Another process created it first.
+                Err(MemoryError::Storage(StorageError::Conflict))
+                    if self.storage.stamp(&DocId::root())?.is_some() => {}
+                created => drop(created?),
+            }
         }
         Ok(())
     }

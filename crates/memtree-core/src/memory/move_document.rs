@@ -9,7 +9,7 @@ use crate::front_matter;
 use crate::line_ending;
 use crate::links::{self, parse_links};
 use crate::refusal::{Refusal, Subject};
-use crate::storage::{Change, LockMode};
+use crate::storage::Change;
 
 impl Memory {
     /// Moves `id` and its subtree under `new_parent` in one atomic change:
@@ -18,8 +18,10 @@ impl Memory {
         if id.is_root() {
             return Err(Refusal::RootCannotMove.into());
         }
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
+        self.write(|| self.move_locked(id, new_parent))
+    }
+
+    fn move_locked(&self, id: &DocId, new_parent: &DocId) -> Result<MoveOutcome, MemoryError> {
         let tree = self.tree_unlocked()?.0;
         if !tree.contains(id) {
             return Err(MemoryError::NotFound { id: id.clone() });

@@ -13,7 +13,6 @@ use crate::line_ending::{self, LineEnding};
 use crate::refusal::{Refusal, Subject};
 use crate::remember;
 use crate::sections::{self, SectionLookup};
-use crate::storage::LockMode;
 
 /// Where `remember` puts a fact.
 #[derive(Debug, Clone, Copy, Default)]
@@ -105,36 +104,51 @@ impl Memory {
                 }
             }
         };
+        self.write(|| self.remember_locked(fact, section, &parent, &target, mode))
+    }
+
+    /// [`Memory::remember`] in `target`, with the locks held.
+    fn remember_locked(
+        &self,
+        fact: &str,
+        section: &str,
+        parent: &DocId,
+        target: &DocId,
+        mode: remember::Mode,
+    ) -> Result<Remembered, MemoryError> {
         let threshold = self.settings.dedup_threshold;
         let label = format!("remember in {target}#{section}");
         let mut action = remember::Action::Added;
         let mut put_fact = |text: &str| {
-            let (text, done) = with_fact(&target, text, section, fact, mode, threshold)?;
+            let (text, done) = with_fact(target, text, section, fact, mode, threshold)?;
             action = done;
             Ok(text)
         };
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
-        if self.exists(&target)? {
-            let update = self.rewrite_locked(&target, &label, put_fact, &HashMap::new())?;
-            return Ok(Remembered { id: target, section: section.to_owned(), action, created: None, update });
+        if self.exists(target)? {
+            let update = self.rewrite_locked(target, &label, put_fact, &HashMap::new())?;
+            return Ok(Remembered {
+                id: target.clone(),
+                section: section.to_owned(),
+                action,
+                created: None,
+                update,
+            });
         }
         // A new document: the parent's link to it and its text with the
         // fact are one change, checked whole before anything is written.
-        let parent_old = self.read_existing(&parent)?;
+        let parent_old = self.read_existing(parent)?;
         let parent_new = line_ending::append_line(&parent_old, &format!("- [[{target}]]"));
         let label = format!("{label} (new, under {parent})");
-        let (mut change, _) = self.plan_rewrite(&parent, &parent_old, parent_new, &HashMap::new(), &label)?;
+        let (mut change, _) = self.plan_rewrite(parent, &parent_old, parent_new, &HashMap::new(), &label)?;
         let template = format!("# {target}\n\n");
         let text = put_fact(&template)?;
-        let (doc_change, mut update) =
-            self.plan_rewrite(&target, &template, text, &HashMap::new(), &label)?;
-        if update.created.contains(&target) {
-            return Err(MemoryError::CrossTree { link: target, reason: CrossTreeReason::ItSelf });
+        let (doc_change, mut update) = self.plan_rewrite(target, &template, text, &HashMap::new(), &label)?;
+        if update.created.contains(target) {
+            return Err(MemoryError::CrossTree { link: target.clone(), reason: CrossTreeReason::ItSelf });
         }
         let mut doc_puts = doc_change.puts.into_iter();
         for (id, text) in &mut change.puts {
-            if *id == target {
+            if id == target {
                 *text = doc_puts.next().expect("the document's own text comes first").1;
             }
         }
@@ -144,7 +158,7 @@ impl Memory {
             id: target.clone(),
             section: section.to_owned(),
             action,
-            created: Some(target),
+            created: Some(target.clone()),
             update,
         })
     }

@@ -13,20 +13,19 @@ use crate::links::parse_links;
 use crate::merge;
 use crate::refusal::Subject;
 use crate::secrets;
-use crate::storage::{Change, LockMode};
+use crate::storage::Change;
 
 impl Memory {
     /// Applies `make(stored text)` as the document's new text: every check,
-    /// then one atomic change.
+    /// then one atomic change. `make` runs again when another process
+    /// committed first (see [`Memory::write`]).
     pub(super) fn rewrite(
         &self,
         id: &DocId,
         label: &str,
-        make: impl FnOnce(&str) -> Result<String, MemoryError>,
+        mut make: impl FnMut(&str) -> Result<String, MemoryError>,
     ) -> Result<UpdateOutcome, MemoryError> {
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
-        self.rewrite_locked(id, label, make, &HashMap::new())
+        self.write(|| self.rewrite_locked(id, label, &mut make, &HashMap::new()))
     }
 
     /// [`Memory::rewrite`] with the locks held; a new link whose id is in
@@ -141,6 +140,12 @@ impl Memory {
             merge::check_version(base)?;
         }
         let Some(base) = base.filter(|b| *b != merge::version(stored)) else {
+            // Kept in case another process commits first: the next attempt
+            // merges with this text.
+            self.earlier_reads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((id.clone(), stored.to_owned()));
             return make(stored);
         };
         let Some(base_text) = self.text_of_version(id, base)? else {
@@ -153,9 +158,16 @@ impl Memory {
         Ok(done.text)
     }
 
-    /// The document's text in the version whose hash is `version`, looked
-    /// up in its history.
+    /// The document's text in the version whose hash is `version`: read by
+    /// an earlier attempt of this write, or looked up in its history.
     fn text_of_version(&self, id: &DocId, version: &str) -> Result<Option<String>, MemoryError> {
+        let earlier = self.earlier_reads.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, text)) =
+            earlier.iter().find(|(read, text)| read == id && merge::version(text) == version)
+        {
+            return Ok(Some(text.clone()));
+        }
+        drop(earlier);
         let Some(history) = &self.history else { return Ok(None) };
         history.flush(Some(&[]))?;
         for v in history.log(Some(id), 200)?.iter().filter(|v| v.present) {

@@ -15,7 +15,7 @@ use crate::links::parse_links;
 use crate::outline;
 use crate::refusal::{PlanConflict, Refusal, Subject};
 use crate::sections;
-use crate::storage::{Change, LockMode};
+use crate::storage::Change;
 
 /// Lower-case words of `name` joined by `_`; `note` when none is left.
 fn slug(name: &str) -> String {
@@ -48,8 +48,14 @@ impl Memory {
         id: &DocId,
         plan: Option<&[(DocId, Vec<String>)]>,
     ) -> Result<SplitOutcome, MemoryError> {
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
+        self.write(|| self.split_locked(id, plan))
+    }
+
+    fn split_locked(
+        &self,
+        id: &DocId,
+        plan: Option<&[(DocId, Vec<String>)]>,
+    ) -> Result<SplitOutcome, MemoryError> {
         let text = self.read_existing(id)?;
         let eol = LineEnding::of(&text).as_str();
         let split = front_matter::split(&text);

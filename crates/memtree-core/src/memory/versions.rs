@@ -71,8 +71,20 @@ impl Memory {
             .read_at(&version, id)?
             .ok_or_else(|| Refusal::NotInVersion { id: id.clone(), version: version.clone() })?;
         let label = format!("restore {id} from {version}");
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _lock = self.lock(LockMode::Exclusive)?;
+        self.write(|| self.restore_locked(history, id, exists, &version, &text, &label))
+    }
+
+    /// [`Memory::restore`] of `text`, the document in `version`, with the
+    /// locks held.
+    fn restore_locked(
+        &self,
+        history: &dyn History,
+        id: &DocId,
+        exists: bool,
+        version: &str,
+        text: &str,
+        label: &str,
+    ) -> Result<Restored, MemoryError> {
         let came_back = |subtree: &HashMap<DocId, String>| {
             let mut ids: Vec<DocId> = subtree.keys().filter(|k| *k != id).cloned().collect();
             ids.sort();
@@ -80,14 +92,14 @@ impl Memory {
             ids
         };
         if exists {
-            let subtree = self.gone_subtree(history, &version, &text)?;
+            let subtree = self.gone_subtree(history, version, text)?;
             let ids = came_back(&subtree);
-            let outcome = self.rewrite_locked(id, &label, |_| Ok(text), &subtree)?;
-            return Ok(Restored { ids, version, relinked_under: None, outcome });
+            let outcome = self.rewrite_locked(id, label, |_| Ok(text.to_owned()), &subtree)?;
+            return Ok(Restored { ids, version: version.to_owned(), relinked_under: None, outcome });
         }
         let parent = self.old_parent(history, id)?;
-        let mut subtree = self.gone_subtree(history, &version, &text)?;
-        subtree.insert(id.clone(), text);
+        let mut subtree = self.gone_subtree(history, version, text)?;
+        subtree.insert(id.clone(), text.to_owned());
         let ids = came_back(&subtree);
         let link = format!("- [[{id}]]");
         let outcome = self.rewrite_locked(
@@ -96,7 +108,7 @@ impl Memory {
             |current| Ok(crate::line_ending::append_line(current, &link)),
             &subtree,
         )?;
-        Ok(Restored { ids, version, relinked_under: Some(parent), outcome })
+        Ok(Restored { ids, version: version.to_owned(), relinked_under: Some(parent), outcome })
     }
 
     /// The documents `text` links, recursively, that no longer exist, each
