@@ -1,0 +1,13 @@
+//! memtree on S3-compatible object storage (issue 14, first part): where a
+//! store lives in a bucket (`s3://BUCKET/PREFIX`), the client configured
+//! from the standard AWS variables, and the probe that refuses a server
+//! which does not honour conditional writes — memtree's only concurrency
+//! control on a bucket, so such a server would lose writes silently.
+//!
+//! Not yet a `Storage` backend: see docs/S3-DESIGN.md for the plan.
+
+mod location;
+mod probe;
+
+pub use location::{LocationError, S3Location};
+pub use probe::{Bucket, BucketError, S3Config};

@@ -1,0 +1,145 @@
+//! The bucket client, and the probe of its conditional writes.
+
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
+use object_store::path::Path;
+use object_store::{ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion};
+
+use crate::location::S3Location;
+
+/// A store's bucket and folder, with a client for it.
+pub struct Bucket {
+    store: AmazonS3,
+    location: S3Location,
+    /// object_store is async; the engine is not.
+    runtime: tokio::runtime::Runtime,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BucketError {
+    #[error("cannot set up the S3 client for {location}: {source}")]
+    Config { location: String, source: object_store::Error },
+    #[error("{location}: {op}: {source}")]
+    Request { location: String, op: &'static str, source: object_store::Error },
+    #[error(
+        "{location}: the server ignores {header} on writes, so two machines writing at once would \
+         lose one's changes silently; use a server that honours conditional writes (AWS S3, SeaweedFS, \
+         Cloudflare R2, MinIO)"
+    )]
+    IgnoresConditionalWrites { location: String, header: &'static str },
+    #[error("cannot start the S3 client's runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// How to reach the S3 service.
+#[derive(Debug, Clone, Default)]
+pub struct S3Config {
+    /// `None`: AWS itself.
+    pub endpoint: Option<String>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub region: String,
+    /// `BUCKET.ENDPOINT` instead of `ENDPOINT/BUCKET`.
+    pub virtual_hosted: bool,
+}
+
+impl S3Config {
+    /// From the standard variables: `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` (default `us-east-1`). Requests
+    /// are path-style (`ENDPOINT/BUCKET/KEY`), which every S3-compatible
+    /// server takes; `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true` asks for
+    /// `BUCKET.ENDPOINT`.
+    pub fn from_env() -> S3Config {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        S3Config {
+            endpoint: var("AWS_ENDPOINT_URL"),
+            access_key_id: var("AWS_ACCESS_KEY_ID"),
+            secret_access_key: var("AWS_SECRET_ACCESS_KEY"),
+            region: var("AWS_REGION")
+                .or_else(|| var("AWS_DEFAULT_REGION"))
+                .unwrap_or_else(|| "us-east-1".to_owned()),
+            virtual_hosted: var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST").is_some_and(|v| v == "true"),
+        }
+    }
+}
+
+impl Bucket {
+    /// The bucket at `location`, reached as `config` says.
+    pub fn open(location: S3Location, config: &S3Config) -> Result<Bucket, BucketError> {
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(&location.bucket)
+            .with_region(&config.region)
+            .with_virtual_hosted_style_request(config.virtual_hosted)
+            .with_conditional_put(S3ConditionalPut::ETagMatch);
+        if let Some(endpoint) = &config.endpoint {
+            // A local server (SeaweedFS on loopback) speaks plain HTTP.
+            builder = builder.with_allow_http(endpoint.starts_with("http://")).with_endpoint(endpoint);
+        }
+        if let (Some(id), Some(secret)) = (&config.access_key_id, &config.secret_access_key) {
+            builder = builder.with_access_key_id(id).with_secret_access_key(secret);
+        }
+        let store = builder
+            .build()
+            .map_err(|source| BucketError::Config { location: location.to_string(), source })?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(BucketError::Runtime)?;
+        Ok(Bucket { store, location, runtime })
+    }
+
+    /// The key of `name` inside the store's folder.
+    fn key(&self, name: &str) -> Path {
+        match self.location.prefix.is_empty() {
+            true => Path::from(name),
+            false => Path::from(format!("{}/{name}", self.location.prefix)),
+        }
+    }
+
+    /// Checks that the server honours `If-None-Match: *` and `If-Match` on
+    /// writes, by making a probe object twice and updating it with a wrong
+    /// and then the right ETag. Garage, for one, answers such writes with
+    /// success and overwrites.
+    pub fn probe(&self) -> Result<(), BucketError> {
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).expect("the system's random source");
+        let key = self
+            .key(&format!(".memtree/probe/{}", nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()));
+        let location = self.location.to_string();
+        let request = |op| {
+            let location = location.clone();
+            move |source| BucketError::Request { location, op, source }
+        };
+        let ignores = |header| BucketError::IgnoresConditionalWrites { location: location.clone(), header };
+        self.runtime.block_on(async {
+            let put = |text: &'static str, mode: PutMode| {
+                let opts = PutOptions { mode, ..PutOptions::default() };
+                self.store.put_opts(&key, PutPayload::from_static(text.as_bytes()), opts)
+            };
+            let made = put("1", PutMode::Create).await.map_err(request("create the probe object"))?;
+            match put("2", PutMode::Create).await {
+                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                }
+                Ok(_) => return Err(ignores("If-None-Match")),
+                Err(source) => return Err(request("create the probe object again")(source)),
+            }
+            let stale = UpdateVersion {
+                e_tag: Some("\"0123456789abcdef0123456789abcdef\"".to_owned()),
+                version: None,
+            };
+            match put("3", PutMode::Update(stale)).await {
+                Err(object_store::Error::Precondition { .. }) => {}
+                Ok(_) => return Err(ignores("If-Match")),
+                Err(source) => return Err(request("update the probe object on a stale version")(source)),
+            }
+            let current = UpdateVersion { e_tag: made.e_tag, version: made.version };
+            put("4", PutMode::Update(current)).await.map_err(request("update the probe object"))?;
+            let read = self.store.get(&key).await.map_err(request("read the probe object"))?;
+            let bytes = read.bytes().await.map_err(request("read the probe object"))?;
+            if bytes.as_ref() != b"4" {
+                return Err(ignores("If-Match"));
+            }
+            self.store.delete(&key).await.map_err(request("delete the probe object"))?;
+            Ok(())
+        })
+    }
+}
