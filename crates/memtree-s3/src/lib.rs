@@ -4,10 +4,14 @@
 //! which does not honour conditional writes — memtree's only concurrency
 //! control on a bucket, so such a server would lose writes silently.
 //!
-//! Not yet a `Storage` backend: see docs/S3-DESIGN.md for the plan.
+//! `S3Storage` is the `Storage` backend, with the commit point of
+//! docs/S3-DESIGN.md; the read set, the cache and the change feed are to
+//! come.
 
 mod location;
 mod probe;
+mod storage;
 
 pub use location::{LocationError, S3Location};
 pub use probe::{Bucket, BucketError, S3Config};
+pub use storage::{Fault, S3Storage};

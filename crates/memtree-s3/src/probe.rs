@@ -8,10 +8,10 @@ use crate::location::S3Location;
 
 /// A store's bucket and folder, with a client for it.
 pub struct Bucket {
-    store: AmazonS3,
-    location: S3Location,
+    pub(crate) store: AmazonS3,
+    pub(crate) location: S3Location,
     /// object_store is async; the engine is not.
-    runtime: tokio::runtime::Runtime,
+    pub(crate) runtime: tokio::runtime::Runtime,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +88,7 @@ impl Bucket {
     }
 
     /// The key of `name` inside the store's folder.
-    fn key(&self, name: &str) -> Path {
+    pub(crate) fn key(&self, name: &str) -> Path {
         match self.location.prefix.is_empty() {
             true => Path::from(name),
             false => Path::from(format!("{}/{name}", self.location.prefix)),

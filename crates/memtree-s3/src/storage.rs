@@ -1,0 +1,314 @@
+//! `S3Storage`: a store in a bucket, behind the engine's `Storage` trait.
+//!
+//! Each document is the object `PREFIX/<id>.md`, its Markdown as written.
+//! A change is made atomic by a commit point (docs/S3-DESIGN.md): its
+//! record `PREFIX/.memtree/tx/<seq>.json` is written first (create-only),
+//! then `PREFIX/.memtree/head` is swapped to name it (`If-Match`), then the
+//! documents are rolled forward and `PREFIX/.memtree/applied` says so. A
+//! process that stops anywhere leaves the store before the change (no
+//! head swap) or committed, and the next one rolls it forward.
+//!
+//! Not yet: the read set that turns a concurrent commit into a retry (a
+//! head swap that loses is an error for now), the per-machine cache and
+//! the change feed.
+
+use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
+use object_store::path::Path;
+use object_store::{
+    ObjectMeta, ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
+
+use crate::probe::Bucket;
+
+/// Where the store's own objects live, beside the documents.
+const META: &str = ".memtree";
+
+pub struct S3Storage {
+    bucket: Bucket,
+    fault: Option<Fault>,
+}
+
+/// A change, as its record holds it. Records are named `<seq>-<nonce>`:
+/// one that a stopped process wrote but never committed cannot collide
+/// with the next writer's.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record {
+    seq: u64,
+    /// The record committed before this one: how recovery finds every
+    /// committed change not yet rolled forward.
+    prev: Option<String>,
+    label: String,
+    puts: Vec<(String, String)>,
+    deletes: Vec<String>,
+}
+
+/// The head: the last committed change (`<seq> <record name>`), and the
+/// object's version to swap.
+struct Head {
+    seq: u64,
+    name: Option<String>,
+    version: Option<UpdateVersion>,
+}
+
+/// Where a test stops `apply`, as a process killed there would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The record is written, the head not swapped: not committed.
+    AfterRecord,
+    /// The head is swapped, no document written: committed.
+    AfterCommit,
+}
+
+impl S3Storage {
+    /// The store in `bucket`, after checking that the server honours
+    /// conditional writes.
+    pub fn open(bucket: Bucket) -> Result<S3Storage, crate::BucketError> {
+        bucket.probe()?;
+        Ok(S3Storage { bucket, fault: None })
+    }
+
+    /// Makes `apply` stop at `fault`, for tests of recovery.
+    pub fn with_fault(mut self, fault: Fault) -> S3Storage {
+        self.fault = Some(fault);
+        self
+    }
+
+    fn io(&self, op: &'static str, key: &Path) -> impl FnOnce(object_store::Error) -> StorageError {
+        let path = format!("{}/{key}", self.bucket.location);
+        move |error| StorageError::Io { op, path, error: std::io::Error::other(error) }
+    }
+
+    fn doc_key(&self, id: &DocId) -> Path {
+        self.bucket.key(&format!("{id}.md"))
+    }
+
+    fn meta_key(&self, name: &str) -> Path {
+        self.bucket.key(&format!("{META}/{name}"))
+    }
+
+    /// An object's bytes and version; `None` when it does not exist.
+    fn get(&self, key: &Path, op: &'static str) -> Result<Option<(Vec<u8>, UpdateVersion)>, StorageError> {
+        self.bucket.runtime.block_on(async {
+            match self.bucket.store.get(key).await {
+                Ok(found) => {
+                    let version = UpdateVersion {
+                        e_tag: found.meta.e_tag.clone(),
+                        version: found.meta.version.clone(),
+                    };
+                    let bytes = found.bytes().await.map_err(self.io(op, key))?;
+                    Ok(Some((bytes.to_vec(), version)))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(error) => Err(self.io(op, key)(error)),
+            }
+        })
+    }
+
+    fn put(&self, key: &Path, bytes: Vec<u8>, mode: PutMode, op: &'static str) -> Result<(), StorageError> {
+        let opts = PutOptions { mode, ..PutOptions::default() };
+        self.bucket
+            .runtime
+            .block_on(self.bucket.store.put_opts(key, PutPayload::from(bytes), opts))
+            .map(drop)
+            .map_err(self.io(op, key))
+    }
+
+    fn delete(&self, key: &Path, op: &'static str) -> Result<(), StorageError> {
+        match self.bucket.runtime.block_on(self.bucket.store.delete(key)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(self.io(op, key)(error)),
+        }
+    }
+
+    fn list_under(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StorageError> {
+        use futures_util::TryStreamExt as _;
+        self.bucket
+            .runtime
+            .block_on(self.bucket.store.list(Some(prefix)).try_collect::<Vec<_>>())
+            .map_err(self.io("list", prefix))
+    }
+
+    fn head(&self) -> Result<Head, StorageError> {
+        let key = self.meta_key("head");
+        Ok(match self.get(&key, "read")? {
+            Some((bytes, version)) => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let (seq, name) = text.trim().split_once(' ').unwrap_or(("0", ""));
+                Head { seq: seq.parse().unwrap_or(0), name: Some(name.to_owned()), version: Some(version) }
+            }
+            None => Head { seq: 0, name: None, version: None },
+        })
+    }
+
+    fn applied(&self) -> Result<u64, StorageError> {
+        let key = self.meta_key("applied");
+        Ok(self
+            .get(&key, "read")?
+            .map_or(0, |(bytes, _)| String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(0)))
+    }
+
+    fn record(&self, name: &str) -> Result<Record, StorageError> {
+        let key = self.meta_key(&format!("tx/{name}.json"));
+        let bad = |reason: String| StorageError::BadJournal {
+            path: format!("{}/{key}", self.bucket.location),
+            reason,
+        };
+        let (bytes, _) = self.get(&key, "read change record")?.ok_or_else(|| bad("missing".to_owned()))?;
+        serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))
+    }
+
+    /// Brings the documents to what `record` says; safe to repeat.
+    fn roll_forward(&self, record: &Record) -> Result<usize, StorageError> {
+        let mut done = 0;
+        for raw in &record.deletes {
+            let Ok(id) = DocId::parse(raw) else { continue };
+            let key = self.doc_key(&id);
+            if let Some((bytes, _)) = self.get(&key, "read")? {
+                // Kept, as the local store keeps its trash.
+                let trash = self.meta_key(&format!("trash/{}/{id}.md", record.seq));
+                self.put(&trash, bytes, PutMode::Overwrite, "keep in the trash")?;
+                self.delete(&key, "delete")?;
+                done += 1;
+            }
+        }
+        for (raw, text) in &record.puts {
+            let Ok(id) = DocId::parse(raw) else { continue };
+            self.put(&self.doc_key(&id), text.clone().into_bytes(), PutMode::Overwrite, "write")?;
+            done += 1;
+        }
+        self.put(
+            &self.meta_key("applied"),
+            record.seq.to_string().into_bytes(),
+            PutMode::Overwrite,
+            "mark applied",
+        )?;
+        Ok(done)
+    }
+
+    fn stamp_of(meta: &ObjectMeta) -> Stamp {
+        let modified_ns = meta.last_modified.timestamp_nanos_opt().map_or(0, |ns| ns.max(0) as u64);
+        let tag = meta.e_tag.as_deref().map_or(0, |tag| {
+            tag.bytes()
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        });
+        Stamp { len: meta.size, modified_ns, tag }
+    }
+
+    /// The document an object key names, if it is one.
+    fn doc_id(&self, key: &Path) -> Option<DocId> {
+        let key = key.as_ref();
+        let inside = match self.bucket.location.prefix.is_empty() {
+            true => key,
+            false => key.strip_prefix(self.bucket.location.prefix.as_str())?.strip_prefix('/')?,
+        };
+        if inside.starts_with(META) {
+            return None;
+        }
+        DocId::parse(inside.strip_suffix(".md")?).ok()
+    }
+}
+
+impl Storage for S3Storage {
+    fn read(&self, id: &DocId) -> Result<Option<String>, StorageError> {
+        Ok(self
+            .get(&self.doc_key(id), "read")?
+            .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError> {
+        let key = self.doc_key(id);
+        match self.bucket.runtime.block_on(self.bucket.store.head(&key)) {
+            Ok(meta) => Ok(Some(Self::stamp_of(&meta))),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(self.io("stat", &key)(error)),
+        }
+    }
+
+    fn find_folded(&self, id: &DocId) -> Result<Option<DocId>, StorageError> {
+        let folded = id.folded();
+        Ok(self.list()?.docs.into_iter().map(|(d, _)| d).find(|d| d != id && d.folded() == folded))
+    }
+
+    fn list(&self) -> Result<Listing, StorageError> {
+        let top = self.bucket.key("");
+        let mut docs: Vec<(DocId, Stamp)> = self
+            .list_under(&top)?
+            .iter()
+            .filter_map(|meta| Some((self.doc_id(&meta.location)?, Self::stamp_of(meta))))
+            .collect();
+        docs.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Listing { docs, ignored: vec![] })
+    }
+
+    fn apply(&self, change: &Change) -> Result<(), StorageError> {
+        let head = self.head()?;
+        let mut nonce = [0u8; 6];
+        getrandom::fill(&mut nonce).expect("the system's random source");
+        let seq = head.seq + 1;
+        let name = format!("{seq}-{}", nonce.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        let record = Record {
+            seq,
+            prev: head.name,
+            label: change.label.clone(),
+            puts: change.puts.iter().map(|(id, text)| (id.to_string(), text.clone())).collect(),
+            deletes: change.deletes.iter().map(ToString::to_string).collect(),
+        };
+        let bytes = serde_json::to_vec(&record).expect("a record serialises");
+        self.put(&self.meta_key(&format!("tx/{name}.json")), bytes, PutMode::Create, "write change record")?;
+        let stopped = |at| StorageError::Io {
+            op: "apply",
+            path: self.location(),
+            error: std::io::Error::other(format!("stopped {at:?} (a test's fault)")),
+        };
+        if self.fault == Some(Fault::AfterRecord) {
+            return Err(stopped(Fault::AfterRecord));
+        }
+        // The commit point.
+        let mode = match head.version {
+            Some(version) => PutMode::Update(version),
+            None => PutMode::Create,
+        };
+        self.put(&self.meta_key("head"), format!("{seq} {name}").into_bytes(), mode, "commit")?;
+        if self.fault == Some(Fault::AfterCommit) {
+            return Err(stopped(Fault::AfterCommit));
+        }
+        self.roll_forward(&record).map(drop)
+    }
+
+    fn lock(&self, _mode: LockMode) -> Result<StoreLock, StorageError> {
+        // Writers are ordered by the head swap, not by a lock.
+        Ok(StoreLock::new(()))
+    }
+
+    fn has_pending_change(&self) -> Result<bool, StorageError> {
+        Ok(self.head()?.seq > self.applied()?)
+    }
+
+    fn recover(&self) -> Result<Option<Recovery>, StorageError> {
+        let head = self.head()?;
+        let applied = self.applied()?;
+        // Back from the head to the last change rolled forward, then
+        // forward again in commit order.
+        let mut pending = Vec::new();
+        let mut name = head.name.filter(|_| head.seq > applied);
+        while let Some(current) = name {
+            let record = self.record(&current)?;
+            name = record.prev.clone().filter(|_| record.seq > applied + 1);
+            pending.push(record);
+        }
+        let mut last = None;
+        for record in pending.iter().rev() {
+            let replayed = self.roll_forward(record)?;
+            last = Some(Recovery { label: record.label.clone(), replayed });
+        }
+        Ok(last)
+    }
+
+    fn location(&self) -> String {
+        self.bucket.location.to_string()
+    }
+
+    fn trash_len(&self) -> Result<usize, StorageError> {
+        Ok(self.list_under(&self.meta_key("trash"))?.len())
+    }
+}
