@@ -2,15 +2,24 @@
 //!
 //! Each document is the object `PREFIX/<id>.md`, its Markdown as written.
 //! A change is made atomic by a commit point (docs/S3-DESIGN.md): its
-//! record `PREFIX/.memtree/tx/<seq>.json` is written first (create-only),
-//! then `PREFIX/.memtree/head` is swapped to name it (`If-Match`), then the
-//! documents are rolled forward and `PREFIX/.memtree/applied` says so. A
-//! process that stops anywhere leaves the store before the change (no
-//! head swap) or committed, and the next one rolls it forward.
+//! record `PREFIX/.memtree/tx/<seq>-<nonce>.json` is written first
+//! (create-only), then `PREFIX/.memtree/head` is swapped to name it
+//! (`If-Match`), then the documents are rolled forward and
+//! `PREFIX/.memtree/applied` says so. A process that stops anywhere leaves
+//! the store before the change (no head swap) or committed, and the next
+//! one rolls it forward.
 //!
-//! Not yet: the read set that turns a concurrent commit into a retry (a
-//! head swap that loses is an error for now), the per-machine cache and
-//! the change feed.
+//! There is no lock: an exclusive "lock" rolls the store forward to its
+//! head and remembers that head; the change commits only on top of it, so
+//! a change planned on what another process has since replaced is refused
+//! ([`StorageError::Conflict`]) and the engine plans it again. Rolling
+//! forward puts each document only over the version the record expects
+//! (`If-Match`, or `If-None-Match: *` for a new one), so a slow process
+//! finishing an old change never overwrites a newer one.
+//!
+//! Not yet: the per-machine cache and the change feed.
+
+use std::sync::{Arc, Mutex};
 
 use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
 use object_store::path::Path;
@@ -26,6 +35,9 @@ const META: &str = ".memtree";
 pub struct S3Storage {
     bucket: Bucket,
     fault: Option<Fault>,
+    /// The head the exclusive lock held now saw: a change commits only on
+    /// top of it.
+    locked: Arc<Mutex<Option<Head>>>,
 }
 
 /// A change, as its record holds it. Records are named `<seq>-<nonce>`:
@@ -40,14 +52,38 @@ struct Record {
     label: String,
     puts: Vec<(String, String)>,
     deletes: Vec<String>,
+    /// The ETag each document touched had when the change was planned
+    /// (`None`: it did not exist): roll-forward writes over that version
+    /// only.
+    expect: Vec<(String, Option<String>)>,
+}
+
+impl Record {
+    fn expected(&self, id: &str) -> Option<&str> {
+        self.expect.iter().find(|(e, _)| e == id).and_then(|(_, tag)| tag.as_deref())
+    }
 }
 
 /// The head: the last committed change (`<seq> <record name>`), and the
 /// object's version to swap.
+#[derive(Clone)]
 struct Head {
     seq: u64,
     name: Option<String>,
     version: Option<UpdateVersion>,
+}
+
+/// Forgets the locked head when the engine's lock is dropped.
+struct Unlock(Arc<Mutex<Option<Head>>>);
+
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+fn parse_seq(bytes: &[u8]) -> u64 {
+    String::from_utf8_lossy(bytes).trim().parse().unwrap_or(0)
 }
 
 /// Where a test stops `apply`, as a process killed there would.
@@ -64,7 +100,7 @@ impl S3Storage {
     /// conditional writes.
     pub fn open(bucket: Bucket) -> Result<S3Storage, crate::BucketError> {
         bucket.probe()?;
-        Ok(S3Storage { bucket, fault: None })
+        Ok(S3Storage { bucket, fault: None, locked: Arc::default() })
     }
 
     /// Makes `apply` stop at `fault`, for tests of recovery.
@@ -104,13 +140,40 @@ impl S3Storage {
         })
     }
 
-    fn put(&self, key: &Path, bytes: Vec<u8>, mode: PutMode, op: &'static str) -> Result<(), StorageError> {
+    fn put(
+        &self,
+        key: &Path,
+        bytes: Vec<u8>,
+        mode: PutMode,
+        op: &'static str,
+    ) -> Result<UpdateVersion, StorageError> {
+        self.put_if(key, bytes, mode, op)?.map_err(|()| StorageError::Io {
+            op,
+            path: format!("{}/{key}", self.bucket.location),
+            error: std::io::Error::other("the object changed meanwhile (precondition failed)"),
+        })
+    }
+
+    /// A conditional put: `Ok(Err(()))` when its condition failed (the
+    /// server's 412, or the object exists for a create).
+    fn put_if(
+        &self,
+        key: &Path,
+        bytes: Vec<u8>,
+        mode: PutMode,
+        op: &'static str,
+    ) -> Result<Result<UpdateVersion, ()>, StorageError> {
+        let update = matches!(mode, PutMode::Update(_));
         let opts = PutOptions { mode, ..PutOptions::default() };
-        self.bucket
-            .runtime
-            .block_on(self.bucket.store.put_opts(key, PutPayload::from(bytes), opts))
-            .map(drop)
-            .map_err(self.io(op, key))
+        match self.bucket.runtime.block_on(self.bucket.store.put_opts(key, PutPayload::from(bytes), opts)) {
+            Ok(done) => Ok(Ok(UpdateVersion { e_tag: done.e_tag, version: done.version })),
+            Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
+                Ok(Err(()))
+            }
+            // AWS answers `If-Match` on a missing object with 404 (SeaweedFS with 412).
+            Err(object_store::Error::NotFound { .. }) if update => Ok(Err(())),
+            Err(error) => Err(self.io(op, key)(error)),
+        }
     }
 
     fn delete(&self, key: &Path, op: &'static str) -> Result<(), StorageError> {
@@ -142,9 +205,7 @@ impl S3Storage {
 
     fn applied(&self) -> Result<u64, StorageError> {
         let key = self.meta_key("applied");
-        Ok(self
-            .get(&key, "read")?
-            .map_or(0, |(bytes, _)| String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(0)))
+        Ok(self.get(&key, "read")?.map_or(0, |(bytes, _)| parse_seq(&bytes)))
     }
 
     fn record(&self, name: &str) -> Result<Record, StorageError> {
@@ -157,32 +218,83 @@ impl S3Storage {
         serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))
     }
 
-    /// Brings the documents to what `record` says; safe to repeat.
+    /// The object's metadata; `None` when it does not exist.
+    fn meta(&self, key: &Path) -> Result<Option<ObjectMeta>, StorageError> {
+        match self.bucket.runtime.block_on(self.bucket.store.head(key)) {
+            Ok(meta) => Ok(Some(meta)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(self.io("stat", key)(error)),
+        }
+    }
+
+    /// Brings the documents to what `record` says. Safe to repeat, and safe
+    /// beside another process doing the same or committing after it: each
+    /// document is written only over the version the record expects, so
+    /// one already rolled forward, or changed since, is left as it is.
     fn roll_forward(&self, record: &Record) -> Result<usize, StorageError> {
         let mut done = 0;
         for raw in &record.deletes {
             let Ok(id) = DocId::parse(raw) else { continue };
             let key = self.doc_key(&id);
-            if let Some((bytes, _)) = self.get(&key, "read")? {
-                // Kept, as the local store keeps its trash.
-                let trash = self.meta_key(&format!("trash/{}/{id}.md", record.seq));
-                self.put(&trash, bytes, PutMode::Overwrite, "keep in the trash")?;
-                self.delete(&key, "delete")?;
-                done += 1;
+            let Some((bytes, version)) = self.get(&key, "read")? else { continue };
+            if version.e_tag.as_deref() != record.expected(raw) {
+                continue;
             }
+            // Kept, as the local store keeps its trash.
+            let trash = self.meta_key(&format!("trash/{}/{id}.md", record.seq));
+            self.put(&trash, bytes, PutMode::Overwrite, "keep in the trash")?;
+            self.delete(&key, "delete")?;
+            done += 1;
         }
         for (raw, text) in &record.puts {
             let Ok(id) = DocId::parse(raw) else { continue };
-            self.put(&self.doc_key(&id), text.clone().into_bytes(), PutMode::Overwrite, "write")?;
-            done += 1;
+            let mode = match record.expected(raw) {
+                Some(tag) => PutMode::Update(UpdateVersion { e_tag: Some(tag.to_owned()), version: None }),
+                None => PutMode::Create,
+            };
+            if self.put_if(&self.doc_key(&id), text.clone().into_bytes(), mode, "write")?.is_ok() {
+                done += 1;
+            }
         }
-        self.put(
-            &self.meta_key("applied"),
-            record.seq.to_string().into_bytes(),
-            PutMode::Overwrite,
-            "mark applied",
-        )?;
+        self.mark_applied(record.seq)?;
         Ok(done)
+    }
+
+    /// Moves the applied mark up to `seq`, never down: a slow process
+    /// finishing an old change does not undo a newer mark.
+    fn mark_applied(&self, seq: u64) -> Result<(), StorageError> {
+        let key = self.meta_key("applied");
+        loop {
+            let mode = match self.get(&key, "read")? {
+                Some((bytes, _)) if parse_seq(&bytes) >= seq => return Ok(()),
+                Some((_, version)) => PutMode::Update(version),
+                None => PutMode::Create,
+            };
+            if self.put_if(&key, seq.to_string().into_bytes(), mode, "mark applied")?.is_ok() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Rolls forward every committed change up to `head` not yet applied,
+    /// in commit order; the last one's label and count, if any.
+    fn settle(&self, head: &Head) -> Result<Option<Recovery>, StorageError> {
+        let applied = self.applied()?;
+        // Back from the head to the last change rolled forward, then
+        // forward again in commit order.
+        let mut pending = Vec::new();
+        let mut name = head.name.clone().filter(|_| head.seq > applied);
+        while let Some(current) = name {
+            let record = self.record(&current)?;
+            name = record.prev.clone().filter(|_| record.seq > applied + 1);
+            pending.push(record);
+        }
+        let mut last = None;
+        for record in pending.iter().rev() {
+            let replayed = self.roll_forward(record)?;
+            last = Some(Recovery { label: record.label.clone(), replayed });
+        }
+        Ok(last)
     }
 
     fn stamp_of(meta: &ObjectMeta) -> Stamp {
@@ -241,17 +353,32 @@ impl Storage for S3Storage {
     }
 
     fn apply(&self, change: &Change) -> Result<(), StorageError> {
-        let head = self.head()?;
+        let locked = self.locked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let head = match locked {
+            Some(head) => head,
+            // Without a lock (tests of the backend alone): on the head as it is now.
+            None => {
+                let head = self.head()?;
+                self.settle(&head)?;
+                head
+            }
+        };
+        let mut expect = Vec::new();
+        for id in change.deletes.iter().chain(change.puts.iter().map(|(id, _)| id)) {
+            let tag = self.meta(&self.doc_key(id))?.and_then(|meta| meta.e_tag);
+            expect.push((id.to_string(), tag));
+        }
         let mut nonce = [0u8; 6];
         getrandom::fill(&mut nonce).expect("the system's random source");
         let seq = head.seq + 1;
         let name = format!("{seq}-{}", nonce.iter().map(|b| format!("{b:02x}")).collect::<String>());
         let record = Record {
             seq,
-            prev: head.name,
+            prev: head.name.clone(),
             label: change.label.clone(),
             puts: change.puts.iter().map(|(id, text)| (id.to_string(), text.clone())).collect(),
             deletes: change.deletes.iter().map(ToString::to_string).collect(),
+            expect,
         };
         let bytes = serde_json::to_vec(&record).expect("a record serialises");
         self.put(&self.meta_key(&format!("tx/{name}.json")), bytes, PutMode::Create, "write change record")?;
@@ -268,16 +395,47 @@ impl Storage for S3Storage {
             Some(version) => PutMode::Update(version),
             None => PutMode::Create,
         };
-        self.put(&self.meta_key("head"), format!("{seq} {name}").into_bytes(), mode, "commit")?;
+        let head_key = self.meta_key("head");
+        let version = match self.put_if(&head_key, format!("{seq} {name}").into_bytes(), mode, "commit") {
+            Ok(Ok(version)) => version,
+            Ok(Err(())) => {
+                // Another process committed first. Its change is rolled
+                // forward before the engine plans ours again. Our record
+                // is named by no head; removed, or left harmless if not.
+                if let Err(error) = self.delete(&self.meta_key(&format!("tx/{name}.json")), "delete") {
+                    tracing::debug!(%error, "an uncommitted record stays");
+                }
+                self.settle(&self.head()?)?;
+                return Err(StorageError::Conflict);
+            }
+            Err(error) => {
+                // The put may have landed before the connection failed.
+                match self.head() {
+                    Ok(Head { name: Some(now), version: Some(version), .. }) if now == name => version,
+                    _ => return Err(error),
+                }
+            }
+        };
+        if let Some(locked) = self.locked.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            *locked = Head { seq, name: Some(name), version: Some(version) };
+        }
         if self.fault == Some(Fault::AfterCommit) {
             return Err(stopped(Fault::AfterCommit));
         }
         self.roll_forward(&record).map(drop)
     }
 
-    fn lock(&self, _mode: LockMode) -> Result<StoreLock, StorageError> {
-        // Writers are ordered by the head swap, not by a lock.
-        Ok(StoreLock::new(()))
+    fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError> {
+        if mode == LockMode::Shared {
+            return Ok(StoreLock::new(()));
+        }
+        // Writers are ordered by the head swap, not by a lock: reads from
+        // here on see the store at this head (or a later one, and then the
+        // swap fails), once it is rolled forward.
+        let head = self.head()?;
+        self.settle(&head)?;
+        *self.locked.lock().unwrap_or_else(|e| e.into_inner()) = Some(head);
+        Ok(StoreLock::new(Unlock(self.locked.clone())))
     }
 
     fn has_pending_change(&self) -> Result<bool, StorageError> {
@@ -285,23 +443,7 @@ impl Storage for S3Storage {
     }
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
-        let head = self.head()?;
-        let applied = self.applied()?;
-        // Back from the head to the last change rolled forward, then
-        // forward again in commit order.
-        let mut pending = Vec::new();
-        let mut name = head.name.filter(|_| head.seq > applied);
-        while let Some(current) = name {
-            let record = self.record(&current)?;
-            name = record.prev.clone().filter(|_| record.seq > applied + 1);
-            pending.push(record);
-        }
-        let mut last = None;
-        for record in pending.iter().rev() {
-            let replayed = self.roll_forward(record)?;
-            last = Some(Recovery { label: record.label.clone(), replayed });
-        }
-        Ok(last)
+        self.settle(&self.head()?)
     }
 
     fn location(&self) -> String {
