@@ -11,6 +11,10 @@ use memtree_store::Fault;
 
 /// Every environment variable memtree reads.
 pub mod env {
+    /// Where the store is: a folder, or `s3://BUCKET/PREFIX`.
+    pub const STORE: &str = "MEMTREE_STORE";
+    /// This machine's cache of a store in a bucket (its search index).
+    pub const CACHE_DIR: &str = "MEMTREE_CACHE_DIR";
     /// The store folder (wins over `DATA_DIR`).
     pub const DATA_DIR: &str = "MEMTREE_DATA_DIR";
     /// Seed 001's data root; the store is `$DATA_DIR/structured_memory`.
@@ -59,6 +63,12 @@ pub struct GlobalArgs {
     /// Store folder [env: MEMTREE_DATA_DIR; else $DATA_DIR/structured_memory; else the platform data folder]
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where the store is: a folder, or s3://BUCKET/PREFIX for one memory shared by several machines (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) [env: MEMTREE_STORE; default: the data folder]
+    #[arg(long, global = true, value_name = "DIR|URL")]
+    pub store: Option<String>,
+    /// This machine's cache of a store in a bucket: its search index [env: MEMTREE_CACHE_DIR; default: the platform cache folder]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Content of `root` when the store is created [env: ROOT_TEMPLATE; default "# Memory\n"]
     #[arg(long, global = true, value_name = "TEXT")]
     pub root_template: Option<String>,
@@ -91,6 +101,8 @@ pub struct GlobalArgs {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub data_dir: PathBuf,
+    /// The store in a bucket, when there is one: then `data_dir` is unused.
+    pub bucket: Option<BucketStore>,
     pub memory: MemorySettings,
     pub tokenizer: String,
     /// The agent's namespace, if any: its tree is `@NAME/` in the data folder.
@@ -111,12 +123,25 @@ pub struct Settings {
 
 impl Settings {
     pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Settings> {
-        let data_dir = match &args.data_dir {
-            Some(dir) => dir.clone(),
-            None => default_data_dir()?,
+        let store = args.store.clone().or_else(|| var(env::STORE));
+        let (data_dir, bucket) = match store {
+            Some(url) if url.contains("://") => (PathBuf::new(), Some(BucketStore::resolve(url, args)?)),
+            Some(dir) => match &args.data_dir {
+                Some(other) if *other != PathBuf::from(&dir) => {
+                    anyhow::bail!("--store {dir} and --data-dir {} name two stores", other.display())
+                }
+                _ => (PathBuf::from(dir), None),
+            },
+            None => match &args.data_dir {
+                Some(dir) => (dir.clone(), None),
+                None => (default_data_dir()?, None),
+            },
         };
-        let data_dir = std::path::absolute(&data_dir)
-            .with_context(|| format!("invalid data folder {}", data_dir.display()))?;
+        let data_dir = match bucket {
+            Some(_) => data_dir,
+            None => std::path::absolute(&data_dir)
+                .with_context(|| format!("invalid data folder {}", data_dir.display()))?,
+        };
         let mut memory = MemorySettings::default();
         if let Some(template) = args.root_template.clone().or_else(|| var(env::ROOT_TEMPLATE)) {
             memory.root_template = template.replace("\\n", "\n");
@@ -183,6 +208,7 @@ impl Settings {
         }
         Ok(Settings {
             data_dir,
+            bucket,
             memory,
             tokenizer,
             namespace,
@@ -210,12 +236,75 @@ impl Settings {
         unreachable!("refused by Settings::resolve: {}", folder.display())
     }
 
-    /// The folder of the tree writes go to: the data folder, or in a
-    /// namespace its `@NAME` folder (a name no document id can take).
-    pub fn own_dir(&self) -> PathBuf {
+    /// Where the tree writes go to is kept: the store, or in a namespace
+    /// its `@NAME` folder (a name no document id can take).
+    pub fn own_place(&self) -> Place {
         match &self.namespace {
-            Some(name) => self.data_dir.join(format!("@{name}")),
-            None => self.data_dir.clone(),
+            Some(name) => self.shared_place().join(&format!("@{name}")),
+            None => self.shared_place(),
+        }
+    }
+
+    /// Where the store (the shared tree, in a namespace) is kept.
+    pub fn shared_place(&self) -> Place {
+        match &self.bucket {
+            Some(bucket) => Place::Bucket { url: bucket.url.clone(), cache: bucket.cache_dir.clone() },
+            None => Place::Folder(self.data_dir.clone()),
+        }
+    }
+}
+
+/// A store in a bucket, and this machine's cache of it.
+#[derive(Debug, Clone)]
+pub struct BucketStore {
+    /// `s3://BUCKET/PREFIX`, without a trailing `/`.
+    pub url: String,
+    pub cache_dir: PathBuf,
+}
+
+impl BucketStore {
+    fn resolve(url: String, args: &GlobalArgs) -> anyhow::Result<BucketStore> {
+        let Some(path) = url.strip_prefix("s3://") else {
+            anyhow::bail!("{url:?} is not a store: use a folder or s3://BUCKET/PREFIX");
+        };
+        if !cfg!(feature = "s3") {
+            anyhow::bail!(
+                "the store is in S3 ({url}), but this memtree was built without S3: install it with `--features s3`"
+            );
+        }
+        let path = path.trim_end_matches('/');
+        let cache_dir = match args.cache_dir.clone().or_else(|| var(env::CACHE_DIR).map(PathBuf::from)) {
+            Some(dir) => dir,
+            None => dirs::cache_dir()
+                .map(|d| d.join("memtree").join("s3").join(path))
+                .context("no cache folder: pass --cache-dir or set MEMTREE_CACHE_DIR")?,
+        };
+        Ok(BucketStore { url: format!("s3://{path}"), cache_dir })
+    }
+}
+
+/// Where one tree is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Folder(PathBuf),
+    /// In a bucket, with this machine's cache (the index) in `cache`.
+    Bucket { url: String, cache: PathBuf },
+}
+
+impl Place {
+    fn join(&self, name: &str) -> Place {
+        match self {
+            Place::Folder(dir) => Place::Folder(dir.join(name)),
+            Place::Bucket { url, cache } => Place::Bucket { url: format!("{url}/{name}"), cache: cache.join(name) },
+        }
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Folder(dir) => write!(f, "{}", dir.display()),
+            Place::Bucket { url, .. } => f.write_str(url),
         }
     }
 }

@@ -20,37 +20,48 @@ pub mod validate;
 pub mod write;
 
 use std::io::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use memtree_core::{Memory, Namespaced};
+use memtree_core::{Memory, Namespaced, Storage};
 use memtree_history::{CommitTiming, GitHistory};
 use memtree_index::{BpeCounter, Encoder, SqliteIndex};
 use memtree_store::LocalStorage;
 
-use crate::settings::Settings;
+use crate::settings::{Place, Settings};
 
-/// Opens the store in `dir`, creating it on first use, with its search
-/// index (`.memtree/index.sqlite`, with dense retrieval when a model is
-/// configured) and, unless turned off, its history (a git repository in
-/// `dir`). Returns the index too, for what only it does (embedding).
+/// Opens the store at `place`, creating it on first use, with its search
+/// index (`.memtree/index.sqlite` in a folder, `index.sqlite` in a
+/// bucket's cache; with dense retrieval when a model is configured) and,
+/// unless turned off, its history (a git repository in a folder). Returns
+/// the index too, for what only it does (embedding).
 fn open_store(
-    dir: &Path,
+    place: &Place,
     settings: &Settings,
     timing: CommitTiming,
     encoder: Option<&Arc<dyn Encoder>>,
 ) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
-    let context = || format!("cannot open the store at {}", dir.display());
-    let storage = LocalStorage::open(dir)
-        .with_context(context)?
-        .with_fault(settings.fault)
-        .with_read_limit(settings.memory.max_document_bytes as u64);
+    let context = || format!("cannot open the store at {place}");
+    let (storage, index_file, history): (Arc<dyn Storage>, _, _) = match place {
+        Place::Folder(dir) => {
+            let storage = LocalStorage::open(dir)
+                .with_context(context)?
+                .with_fault(settings.fault)
+                .with_read_limit(settings.memory.max_document_bytes as u64);
+            let history = settings.history.then(|| GitHistory::open(dir, timing));
+            (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), history)
+        }
+        Place::Bucket { url, cache } => {
+            std::fs::create_dir_all(cache)
+                .with_context(|| format!("cannot create the cache folder {}", cache.display()))?;
+            (open_bucket(url).with_context(context)?, cache.join("index.sqlite"), None)
+        }
+    };
     let tokens = BpeCounter::new(&settings.tokenizer)?;
-    let memory = Memory::open(Arc::new(storage), settings.memory.clone()).with_context(context)?;
+    let memory = Memory::open(storage, settings.memory.clone()).with_context(context)?;
     // The index is derived: without it, documents are still read and
     // written, and search says why it cannot answer.
-    let (memory, index) = match SqliteIndex::open(dir.join(".memtree").join("index.sqlite")) {
+    let (memory, index) = match SqliteIndex::open(index_file) {
         Ok(index) => {
             let index = Arc::new(match encoder {
                 Some(encoder) => index.with_encoder(Arc::clone(encoder)),
@@ -63,20 +74,37 @@ fn open_store(
             (memory, None)
         }
     };
-    let memory = if settings.history { memory.with_history(GitHistory::open(dir, timing)) } else { memory };
+    let memory = match history {
+        Some(history) => memory.with_history(history),
+        None => memory,
+    };
     Ok((memory, index))
+}
+
+/// The store in the bucket `url`, once the server is known to honour
+/// conditional writes.
+#[cfg(feature = "s3")]
+fn open_bucket(url: &str) -> anyhow::Result<Arc<dyn Storage>> {
+    let location = memtree_s3::S3Location::parse(url).context("not an S3 URL")??;
+    let bucket = memtree_s3::Bucket::open(location, &memtree_s3::S3Config::from_env())?;
+    Ok(Arc::new(memtree_s3::S3Storage::open(bucket)?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn open_bucket(url: &str) -> anyhow::Result<Arc<dyn Storage>> {
+    unreachable!("refused by Settings::resolve: {url}")
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.
 /// Without the embedding model: the commands using it do not search.
 pub fn open_own(settings: &Settings) -> anyhow::Result<Memory> {
-    Ok(open_store(&settings.own_dir(), settings, CommitTiming::AtOnce, None)?.0)
+    Ok(open_store(&settings.own_place(), settings, CommitTiming::AtOnce, None)?.0)
 }
 
 /// [`open_own`] with the embedding model, if one is set (a few hundred
 /// milliseconds and some 190 MB to load), and with its index.
 pub fn open_own_with_index(settings: &Settings) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
-    open_store(&settings.own_dir(), settings, CommitTiming::AtOnce, settings.encoder()?.as_ref())
+    open_store(&settings.own_place(), settings, CommitTiming::AtOnce, settings.encoder()?.as_ref())
 }
 
 /// The trees the settings name: the store, or in a namespace its own tree
@@ -94,12 +122,12 @@ pub fn open_trees_with(
     timing: CommitTiming,
     encoder: Option<Arc<dyn Encoder>>,
 ) -> anyhow::Result<(Namespaced, Vec<Arc<SqliteIndex>>)> {
-    let (own, own_index) = open_store(&settings.own_dir(), settings, timing, encoder.as_ref())?;
+    let (own, own_index) = open_store(&settings.own_place(), settings, timing, encoder.as_ref())?;
     let own = Arc::new(own);
     let mut indexes: Vec<Arc<SqliteIndex>> = own_index.into_iter().collect();
     let trees = match settings.namespace {
         Some(_) => {
-            let (shared, shared_index) = open_store(&settings.data_dir, settings, timing, encoder.as_ref())?;
+            let (shared, shared_index) = open_store(&settings.shared_place(), settings, timing, encoder.as_ref())?;
             indexes.extend(shared_index);
             Namespaced::new(own, Arc::new(shared))
         }

@@ -8,7 +8,7 @@ use memtree_history::CommitTiming;
 use memtree_mcp::MemtreeServer;
 
 use crate::cli::Failure;
-use crate::settings::Settings;
+use crate::settings::{Place, Settings};
 
 /// Messages up to this size are read whatever the document limit.
 const MIN_MESSAGE_BYTES: usize = 16 << 20;
@@ -87,11 +87,11 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     // costs 25 MiB that a session may never need.
     // Pages open in a browser are told what changed (HTTP only).
     let changes = memtree_web::Changes::default();
-    let mut background = vec![(settings.own_dir(), Arc::clone(trees.own()), "")];
+    let mut background = vec![(settings.own_place(), Arc::clone(trees.own()), "")];
     background.extend(
         trees
             .shared()
-            .map(|shared| (settings.data_dir.clone(), Arc::clone(shared), memtree_core::SHARED_PREFIX)),
+            .map(|shared| (settings.shared_place(), Arc::clone(shared), memtree_core::SHARED_PREFIX)),
     );
     // A search before the index has caught up waits for it a while, then
     // says how far it is, rather than answer "no matches" from a stale index.
@@ -103,11 +103,13 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         // Let the client's handshake and first requests go first: on two
         // cores, walking a large store competes with them for the CPU.
         std::thread::sleep(std::time::Duration::from_millis(100));
-        for (dir, memory, prefix) in background {
+        for (place, memory, prefix) in background {
             let changes = told.clone();
-            crate::watch::spawn(dir, Arc::clone(&memory), move |ids| {
-                changes.send(ids.iter().map(|id| format!("{prefix}{id}")).collect());
-            });
+            if let Place::Folder(dir) = place {
+                crate::watch::spawn(dir, Arc::clone(&memory), move |ids| {
+                    changes.send(ids.iter().map(|id| format!("{prefix}{id}")).collect());
+                });
+            }
             match memory.reconcile() {
                 Ok(report) => tracing::info!(?report, "index reconciled"),
                 Err(error) => tracing::error!(%error, "index reconciliation failed"),
@@ -139,7 +141,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
                     .context("MCP over HTTP failed")
             }
             None => {
-                tracing::info!(data_dir = %settings.data_dir.display(), "serving over stdio");
+                tracing::info!(store = %settings.own_place(), "serving over stdio");
                 let (input, output) = rmcp::transport::io::stdio_pipes();
                 memtree_mcp::framing::serve(server, input, output, max_message)
                     .await
