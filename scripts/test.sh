@@ -10,7 +10,10 @@
 # end-to-end suite again with every MCP session over Streamable HTTP
 # (`serve --http`) instead of stdio. `--ui` tests the web UI in a real
 # browser: Debian's chromium (installed with apt when missing) driven by
-# Playwright (installed from PyPI).
+# Playwright (installed from PyPI). `--s3` tests stores on S3 (the `s3`
+# feature) against a SeaweedFS server it starts on loopback and stops:
+# memtree-s3's tests, then the end-to-end tests marked `s3`. Other modes
+# leave memtree-s3 out: it builds a TLS stack (aws-lc) they do not need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,13 +35,23 @@ fi
 
 export MEMTREE_BIN="$PWD/target/debug/memtree"
 case "${1:-}" in
+  --s3)
+    s3_dir=$(mktemp -d)
+    trap 'bash scripts/seaweedfs.sh stop "$s3_dir"; rm -rf "$s3_dir"' EXIT
+    s3_env=$(bash scripts/seaweedfs.sh start "$s3_dir")
+    eval "$s3_env"
+    cargo build -p memtree --features s3 --locked
+    cargo test -p memtree-s3 --locked -- --include-ignored
+    .venv/bin/python -m pytest tests/e2e -q -m s3
+    exit
+    ;;
   --slow)
-    cargo build --workspace --locked
-    exec .venv/bin/python -m pytest tests/e2e -q -m "slow and not embeddings"
+    cargo build --workspace --exclude memtree-s3 --locked
+    exec .venv/bin/python -m pytest tests/e2e -q -m "slow and not embeddings and not s3"
     ;;
   --http)
-    cargo build --workspace --locked
-    MEMTREE_E2E_TRANSPORT=http exec .venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui"
+    cargo build --workspace --exclude memtree-s3 --locked
+    MEMTREE_E2E_TRANSPORT=http exec .venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui and not s3"
     ;;
   --ui)
     if ! command -v chromium >/dev/null; then
@@ -48,10 +61,10 @@ case "${1:-}" in
       DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq chromium >/dev/null
     fi
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements-ui.txt
-    cargo build --workspace --locked
+    cargo build --workspace --exclude memtree-s3 --locked
     exec .venv/bin/python -m pytest tests/e2e -q -m ui
     ;;
 esac
-cargo build --workspace --locked
-cargo test --workspace --locked
-.venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui"
+cargo build --workspace --exclude memtree-s3 --locked
+cargo test --workspace --exclude memtree-s3 --locked
+.venv/bin/python -m pytest tests/e2e -q -m "not slow and not embeddings and not ui and not s3"

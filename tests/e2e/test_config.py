@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,25 @@ def test_data_dir_env_uses_structured_memory_subfolder(base_env, dirs):
     assert (dirs["data"] / "structured_memory" / "root.md").read_text() == "[[probe]]"
     assert (dirs["data"] / "structured_memory" / "probe.md").read_text() == "# probe\n\n"
     assert not (dirs["data"] / "root.md").exists()
+
+
+def test_store_as_a_folder_is_the_data_folder(base_env, dirs):
+    _write(base_env, None, {"MEMTREE_STORE": str(dirs["memtree"])})
+    assert (dirs["memtree"] / "root.md").read_text() == "[[probe]]"
+    r = run_cli(base_env, dirs["flag"], "--store", str(dirs["data"]), "read")
+    assert r.rc != 0 and "name two stores" in r.err, r.err
+    assert not dirs["flag"].exists() and not dirs["data"].exists()
+
+
+def test_a_store_url_that_is_not_s3_is_refused(base_env):
+    r = run_cli(base_env, None, "--store", "gs://bucket/memory", "read")
+    assert r.rc != 0 and "is not a store: use a folder or s3://BUCKET/PREFIX" in r.err, r.err
+
+
+@pytest.mark.skipif(bool(os.environ.get("MEMTREE_TEST_S3")), reason="the binary has S3 there")
+def test_a_store_on_s3_needs_a_binary_built_with_it(base_env):
+    r = run_cli(base_env, None, "read", env={"MEMTREE_STORE": "s3://team-bucket/memory"})
+    assert r.rc != 0 and "install it with `--features s3`" in r.err, r.err
 
 
 def test_platform_data_dir_fallback(base_env, home):

@@ -174,4 +174,20 @@ pub trait Storage: Send + Sync {
 
     /// Number of documents kept in the trash.
     fn trash_len(&self) -> Result<usize, StorageError>;
+
+    /// Whether nothing has committed since the exclusive lock held now was
+    /// taken. A backend whose lock excludes no one may have served that
+    /// lock's reads from two states (a change being rolled forward), so a
+    /// write they made look invalid is planned again rather than refused.
+    fn unchanged_since_lock(&self) -> Result<bool, StorageError> {
+        Ok(true)
+    }
+
+    /// A mark that changes whenever a change commits, cheap to ask for,
+    /// so that processes elsewhere (other machines on one bucket) notice
+    /// their index is behind. `None`: the backend has none (a folder is
+    /// watched instead).
+    fn commit_mark(&self) -> Result<Option<String>, StorageError> {
+        Ok(None)
+    }
 }

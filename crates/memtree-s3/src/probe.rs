@@ -88,6 +88,16 @@ impl Bucket {
     }
 
     /// The key of `name` inside the store's folder.
+    /// Runs `io` to completion on the client's own runtime. Callers are
+    /// synchronous (the engine), but may sit inside an async server's
+    /// runtime, where blocking a worker needs `block_in_place`.
+    pub(crate) fn block_on<F: std::future::Future>(&self, io: F) -> F::Output {
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::block_in_place(|| self.runtime.block_on(io)),
+            Err(_) => self.runtime.block_on(io),
+        }
+    }
+
     pub(crate) fn key(&self, name: &str) -> Path {
         match self.location.prefix.is_empty() {
             true => Path::from(name),
@@ -110,7 +120,7 @@ impl Bucket {
             move |source| BucketError::Request { location, op, source }
         };
         let ignores = |header| BucketError::IgnoresConditionalWrites { location: location.clone(), header };
-        self.runtime.block_on(async {
+        self.block_on(async {
             let put = |text: &'static str, mode: PutMode| {
                 let opts = PutOptions { mode, ..PutOptions::default() };
                 self.store.put_opts(&key, PutPayload::from_static(text.as_bytes()), opts)

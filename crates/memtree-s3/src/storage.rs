@@ -124,7 +124,7 @@ impl S3Storage {
 
     /// An object's bytes and version; `None` when it does not exist.
     fn get(&self, key: &Path, op: &'static str) -> Result<Option<(Vec<u8>, UpdateVersion)>, StorageError> {
-        self.bucket.runtime.block_on(async {
+        self.bucket.block_on(async {
             match self.bucket.store.get(key).await {
                 Ok(found) => {
                     let version = UpdateVersion {
@@ -165,7 +165,7 @@ impl S3Storage {
     ) -> Result<Result<UpdateVersion, ()>, StorageError> {
         let update = matches!(mode, PutMode::Update(_));
         let opts = PutOptions { mode, ..PutOptions::default() };
-        match self.bucket.runtime.block_on(self.bucket.store.put_opts(key, PutPayload::from(bytes), opts)) {
+        match self.bucket.block_on(self.bucket.store.put_opts(key, PutPayload::from(bytes), opts)) {
             Ok(done) => Ok(Ok(UpdateVersion { e_tag: done.e_tag, version: done.version })),
             Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
                 Ok(Err(()))
@@ -177,7 +177,7 @@ impl S3Storage {
     }
 
     fn delete(&self, key: &Path, op: &'static str) -> Result<(), StorageError> {
-        match self.bucket.runtime.block_on(self.bucket.store.delete(key)) {
+        match self.bucket.block_on(self.bucket.store.delete(key)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(error) => Err(self.io(op, key)(error)),
         }
@@ -186,7 +186,6 @@ impl S3Storage {
     fn list_under(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StorageError> {
         use futures_util::TryStreamExt as _;
         self.bucket
-            .runtime
             .block_on(self.bucket.store.list(Some(prefix)).try_collect::<Vec<_>>())
             .map_err(self.io("list", prefix))
     }
@@ -220,7 +219,7 @@ impl S3Storage {
 
     /// The object's metadata; `None` when it does not exist.
     fn meta(&self, key: &Path) -> Result<Option<ObjectMeta>, StorageError> {
-        match self.bucket.runtime.block_on(self.bucket.store.head(key)) {
+        match self.bucket.block_on(self.bucket.store.head(key)) {
             Ok(meta) => Ok(Some(meta)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(self.io("stat", key)(error)),
@@ -329,7 +328,7 @@ impl Storage for S3Storage {
 
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError> {
         let key = self.doc_key(id);
-        match self.bucket.runtime.block_on(self.bucket.store.head(&key)) {
+        match self.bucket.block_on(self.bucket.store.head(&key)) {
             Ok(meta) => Ok(Some(Self::stamp_of(&meta))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(self.io("stat", &key)(error)),
@@ -448,6 +447,18 @@ impl Storage for S3Storage {
 
     fn location(&self) -> String {
         self.bucket.location.to_string()
+    }
+
+    fn unchanged_since_lock(&self) -> Result<bool, StorageError> {
+        let locked = self.locked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(locked) = locked else { return Ok(true) };
+        let now = self.meta(&self.meta_key("head"))?.and_then(|meta| meta.e_tag);
+        Ok(now == locked.version.and_then(|v| v.e_tag))
+    }
+
+    fn commit_mark(&self) -> Result<Option<String>, StorageError> {
+        // The head's ETag: one HEAD request, no body.
+        Ok(Some(self.meta(&self.meta_key("head"))?.and_then(|meta| meta.e_tag).unwrap_or_default()))
     }
 
     fn trash_len(&self) -> Result<usize, StorageError> {

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod feed;
 mod settings;
 mod watch;
 

@@ -15,6 +15,8 @@ pub mod env {
     pub const STORE: &str = "MEMTREE_STORE";
     /// This machine's cache of a store in a bucket (its search index).
     pub const CACHE_DIR: &str = "MEMTREE_CACHE_DIR";
+    /// How often `serve` asks a bucket whether another machine wrote, in ms.
+    pub const POLL_MS: &str = "MEMTREE_POLL_MS";
     /// The store folder (wins over `DATA_DIR`).
     pub const DATA_DIR: &str = "MEMTREE_DATA_DIR";
     /// Seed 001's data root; the store is `$DATA_DIR/structured_memory`.
@@ -127,7 +129,7 @@ impl Settings {
         let (data_dir, bucket) = match store {
             Some(url) if url.contains("://") => (PathBuf::new(), Some(BucketStore::resolve(url, args)?)),
             Some(dir) => match &args.data_dir {
-                Some(other) if *other != PathBuf::from(&dir) => {
+                Some(other) if other.as_path() != std::path::Path::new(&dir) => {
                     anyhow::bail!("--store {dir} and --data-dir {} name two stores", other.display())
                 }
                 _ => (PathBuf::from(dir), None),
@@ -248,7 +250,9 @@ impl Settings {
     /// Where the store (the shared tree, in a namespace) is kept.
     pub fn shared_place(&self) -> Place {
         match &self.bucket {
-            Some(bucket) => Place::Bucket { url: bucket.url.clone(), cache: bucket.cache_dir.clone() },
+            Some(bucket) => {
+                Place::Bucket { url: bucket.url.clone(), cache: bucket.cache_dir.clone(), poll: bucket.poll }
+            }
             None => Place::Folder(self.data_dir.clone()),
         }
     }
@@ -260,6 +264,8 @@ pub struct BucketStore {
     /// `s3://BUCKET/PREFIX`, without a trailing `/`.
     pub url: String,
     pub cache_dir: PathBuf,
+    /// How often `serve` polls for other machines' changes.
+    pub poll: std::time::Duration,
 }
 
 impl BucketStore {
@@ -279,7 +285,12 @@ impl BucketStore {
                 .map(|d| d.join("memtree").join("s3").join(path))
                 .context("no cache folder: pass --cache-dir or set MEMTREE_CACHE_DIR")?,
         };
-        Ok(BucketStore { url: format!("s3://{path}"), cache_dir })
+        let poll = count(None, env::POLL_MS)?.filter(|ms| *ms > 0).unwrap_or(1000);
+        Ok(BucketStore {
+            url: format!("s3://{path}"),
+            cache_dir,
+            poll: std::time::Duration::from_millis(poll as u64),
+        })
     }
 }
 
@@ -287,15 +298,22 @@ impl BucketStore {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
     Folder(PathBuf),
-    /// In a bucket, with this machine's cache (the index) in `cache`.
-    Bucket { url: String, cache: PathBuf },
+    /// In a bucket, with this machine's cache (the index) in `cache`, and
+    /// other machines' changes polled for every `poll`.
+    Bucket {
+        url: String,
+        cache: PathBuf,
+        poll: std::time::Duration,
+    },
 }
 
 impl Place {
     fn join(&self, name: &str) -> Place {
         match self {
             Place::Folder(dir) => Place::Folder(dir.join(name)),
-            Place::Bucket { url, cache } => Place::Bucket { url: format!("{url}/{name}"), cache: cache.join(name) },
+            Place::Bucket { url, cache, poll } => {
+                Place::Bucket { url: format!("{url}/{name}"), cache: cache.join(name), poll: *poll }
+            }
         }
     }
 }

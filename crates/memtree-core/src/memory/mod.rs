@@ -115,6 +115,11 @@ impl Memory {
         self
     }
 
+    /// The store's commit mark (see [`Storage::commit_mark`]).
+    pub fn commit_mark(&self) -> Result<Option<String>, MemoryError> {
+        Ok(self.storage.commit_mark()?)
+    }
+
     /// Whether the document exists.
     pub fn exists(&self, id: &DocId) -> Result<bool, MemoryError> {
         Ok(self.storage.stamp(id)?.is_some())
@@ -196,7 +201,15 @@ impl Memory {
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut attempt = 0;
         let result = loop {
-            let result = self.lock(LockMode::Exclusive).and_then(|_lock| op());
+            let result = self.lock(LockMode::Exclusive).and_then(|_lock| match op() {
+                Err(error) if !matches!(error, MemoryError::Storage(StorageError::Conflict)) => {
+                    match self.storage.unchanged_since_lock()? {
+                        true => Err(error),
+                        false => Err(StorageError::Conflict.into()),
+                    }
+                }
+                result => result,
+            });
             match result {
                 Err(MemoryError::Storage(StorageError::Conflict)) if attempt < WRITE_ATTEMPTS => {
                     attempt += 1;

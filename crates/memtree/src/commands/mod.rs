@@ -42,16 +42,15 @@ fn open_store(
     encoder: Option<&Arc<dyn Encoder>>,
 ) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
     let context = || format!("cannot open the store at {place}");
-    let (storage, index_file, history): (Arc<dyn Storage>, _, _) = match place {
+    let (storage, index_file, folder): (Arc<dyn Storage>, _, _) = match place {
         Place::Folder(dir) => {
             let storage = LocalStorage::open(dir)
                 .with_context(context)?
                 .with_fault(settings.fault)
                 .with_read_limit(settings.memory.max_document_bytes as u64);
-            let history = settings.history.then(|| GitHistory::open(dir, timing));
-            (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), history)
+            (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), Some(dir))
         }
-        Place::Bucket { url, cache } => {
+        Place::Bucket { url, cache, .. } => {
             std::fs::create_dir_all(cache)
                 .with_context(|| format!("cannot create the cache folder {}", cache.display()))?;
             (open_bucket(url).with_context(context)?, cache.join("index.sqlite"), None)
@@ -74,8 +73,9 @@ fn open_store(
             (memory, None)
         }
     };
-    let memory = match history {
-        Some(history) => memory.with_history(history),
+    // After `Memory::open`: a new repository starts with root in it.
+    let memory = match folder.filter(|_| settings.history) {
+        Some(dir) => memory.with_history(GitHistory::open(dir, timing)),
         None => memory,
     };
     Ok((memory, index))
@@ -127,7 +127,8 @@ pub fn open_trees_with(
     let mut indexes: Vec<Arc<SqliteIndex>> = own_index.into_iter().collect();
     let trees = match settings.namespace {
         Some(_) => {
-            let (shared, shared_index) = open_store(&settings.shared_place(), settings, timing, encoder.as_ref())?;
+            let (shared, shared_index) =
+                open_store(&settings.shared_place(), settings, timing, encoder.as_ref())?;
             indexes.extend(shared_index);
             Namespaced::new(own, Arc::new(shared))
         }

@@ -105,10 +105,12 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         std::thread::sleep(std::time::Duration::from_millis(100));
         for (place, memory, prefix) in background {
             let changes = told.clone();
-            if let Place::Folder(dir) = place {
-                crate::watch::spawn(dir, Arc::clone(&memory), move |ids| {
-                    changes.send(ids.iter().map(|id| format!("{prefix}{id}")).collect());
-                });
+            let tell = move |ids: &[memtree_core::DocId]| {
+                changes.send(ids.iter().map(|id| format!("{prefix}{id}")).collect());
+            };
+            match place {
+                Place::Folder(dir) => crate::watch::spawn(dir, Arc::clone(&memory), tell),
+                Place::Bucket { poll, .. } => crate::feed::spawn(Arc::clone(&memory), poll, tell),
             }
             match memory.reconcile() {
                 Ok(report) => tracing::info!(?report, "index reconciled"),

@@ -1,0 +1,119 @@
+"""Team memory on S3: several memtree processes, each with its own cache
+folder (standing in for separate machines), on one bucket.
+
+Needs a memtree built with `--features s3` and an S3 server that honours
+conditional writes: `bash scripts/test.sh --s3` starts SeaweedFS and runs
+these (marker `s3`); elsewhere they are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN, open_server, run_cli
+
+S3 = os.environ.get("MEMTREE_TEST_S3")
+
+pytestmark = [
+    pytest.mark.s3,
+    pytest.mark.skipif(not S3, reason="needs an S3 server: bash scripts/test.sh --s3"),
+    pytest.mark.anyio,
+]
+
+
+@pytest.fixture
+def bucket() -> str:
+    """A folder of its own in the test bucket."""
+    return f"{S3}/e2e-{uuid.uuid4().hex[:12]}"
+
+
+def machine(base_env: dict[str, str], tmp_path: Path, bucket: str, name: str) -> dict[str, str]:
+    """The environment of one machine: the bucket store, its own cache."""
+    return {**base_env, "MEMTREE_STORE": bucket, "MEMTREE_CACHE_DIR": str(tmp_path / f"cache-{name}")}
+
+
+def remember_all(envs: list[dict[str, str]], facts: list[list[str]], *args: str) -> None:
+    """Each process remembers its facts one after another; the processes at once."""
+
+    def run(env: dict[str, str], mine: list[str]) -> None:
+        for fact in mine:
+            p = subprocess.run(
+                [str(BIN), "remember", *args], input=fact.encode(), env=env, capture_output=True, timeout=60
+            )
+            assert p.returncode == 0, p.stderr.decode()
+
+    import threading
+
+    threads = [threading.Thread(target=run, args=(env, mine)) for env, mine in zip(envs, facts, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+@pytest.mark.parametrize("machines", [2, 4])
+def test_facts_remembered_at_once_on_several_machines_are_all_kept(
+    base_env: dict[str, str], tmp_path: Path, bucket: str, machines: int
+) -> None:
+    envs = [machine(base_env, tmp_path, bucket, str(m)) for m in range(machines)]
+    per = 20 // machines
+    facts = [[f"fact {m}-{n}" for n in range(per)] for m in range(machines)]
+    remember_all(envs, facts, "--document", "log", "--section", "Facts", "--mode", "append")
+    text = run_cli(envs[0], None, "read", "log").out
+    for mine in facts:
+        for fact in mine:
+            assert f"- {fact}\n" in text, f"{fact} lost:\n{text}"
+    assert text.count("- fact ") == 20, text
+    assert "healthy" in run_cli(envs[-1], None, "validate").out
+
+
+def test_a_document_created_at_once_by_two_machines_is_created_once(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    envs = [machine(base_env, tmp_path, bucket, m) for m in "ab"]
+    remember_all(envs, [["from a"], ["from b"]], "--document", "shared", "--mode", "append")
+    root = run_cli(envs[0], None, "read", "root").out
+    assert root.count("[[shared]]") == 1, root
+    shared = run_cli(envs[1], None, "read", "shared").out
+    assert "from a" in shared and "from b" in shared, shared
+
+
+def test_a_prune_racing_an_update_below_it_leaves_a_valid_tree(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    a, b = (machine(base_env, tmp_path, bucket, m) for m in "ab")
+    assert run_cli(a, None, "write", "root", input="# M\n- [[top]]\n").rc == 0
+    assert run_cli(a, None, "write", "top", input="# top\n- [[leaf]]\n").rc == 0
+    prune = subprocess.Popen([str(BIN), "write", "root"], stdin=subprocess.PIPE, env=a, stderr=subprocess.PIPE)
+    update = subprocess.Popen([str(BIN), "write", "leaf"], stdin=subprocess.PIPE, env=b, stderr=subprocess.PIPE)
+    prune.communicate(b"# M\n", timeout=60)
+    update.communicate(b"# leaf, updated\n", timeout=60)
+    assert prune.returncode == 0
+    # The update lands before the prune (and is pruned with it) or finds
+    # the document gone; either way the tree is whole.
+    assert "healthy" in run_cli(b, None, "validate").out
+    assert run_cli(b, None, "read", "leaf").rc != 0
+
+
+async def test_another_machines_write_is_found_by_search_within_two_seconds(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    a, b = (machine(base_env, tmp_path, bucket, m) for m in "ab")
+    async with open_server(None, a) as first, open_server(None, b) as second:
+        fact = {"content": "The staging database is called quokka-mirror.", "document": "infra"}
+        assert not (await first.call("remember", fact)).error
+        written = time.monotonic()
+        while True:
+            found = await second.call("search", {"query": "quokka-mirror"})
+            if "infra" in found.text:
+                break
+            assert time.monotonic() - written < 2.5, f"not seen after 2.5 s: {found.text}"
+            time.sleep(0.05)
+        # Reads never wait for the feed: they go to the bucket.
+        assert "quokka-mirror" in (await second.read("infra")).text
