@@ -117,3 +117,24 @@ async def test_another_machines_write_is_found_by_search_within_two_seconds(
             time.sleep(0.05)
         # Reads never wait for the feed: they go to the bucket.
         assert "quokka-mirror" in (await second.read("infra")).text
+
+
+async def test_history_and_restore_work_on_a_bucket_from_any_machine(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    a, b = (machine(base_env, tmp_path, bucket, m) for m in "ab")
+    async with open_server(None, a) as m:
+        await m.put(None, "# M\n- [[plans]]\n")
+        await m.put("plans", "# plans\n- [[q3]]\n")
+        await m.put("q3", "# q3\nship the importer\n")
+        await m.put(None, "# M\n")
+    async with open_server(None, b) as m:
+        log = await m.call("history", {"id": "q3"})
+        assert not log.error, log
+        assert "[deleted]" in log.text.splitlines()[0], log.text
+        restored = await m.call("restore", {"id": "plans"})
+        assert not restored.error and "q3" in restored.text, restored
+        assert "ship the importer" in (await m.read("q3")).text
+    # What machine b restored is a version on machine a too.
+    r = run_cli(a, None, "history", "plans")
+    assert r.rc == 0 and r.out.splitlines()[0].split(" ", 3)[3].startswith("restore plans"), r.out

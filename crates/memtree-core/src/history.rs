@@ -48,6 +48,28 @@ pub fn render(versions: &[Version]) -> String {
     out
 }
 
+/// Ids a version's message names per line; the rest are counted.
+const NAMED: usize = 20;
+
+/// The body of a version's message, after its label: which documents it
+/// added, changed, deleted (a line each; [`History::log`] joins lines with
+/// `; `).
+pub fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String {
+    let mut out = String::new();
+    for (what, ids) in [("Added", added), ("Changed", changed), ("Deleted", deleted)] {
+        if ids.len() > NAMED {
+            let named = crate::cite::join(&ids[..NAMED]);
+            out.push_str(&format!("{what}: {named} (+{} more)\n", ids.len() - NAMED));
+        } else if !ids.is_empty() {
+            out.push_str(&format!("{what}: {}\n", crate::cite::join(ids)));
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error("no version {0:?}")]

@@ -319,7 +319,7 @@ impl GitHistory {
             let message = format!(
                 "{}\n\n{}{RECORD_TRAILER}{name}\n",
                 record.label,
-                describe(&added, &changed, &deleted)
+                memtree_core::history::describe(&added, &changed, &deleted)
             );
             let when = git2::Time::new(record.time, 0);
             let signature =
@@ -383,7 +383,10 @@ impl GitHistory {
                     _ => changed.push(id),
                 }
             }
-            let message = format!("changed outside memtree\n\n{}", describe(&added, &changed, &deleted));
+            let message = format!(
+                "changed outside memtree\n\n{}",
+                memtree_core::history::describe(&added, &changed, &deleted)
+            );
             round.commit(&Self::signature()?, &message, &tree)?;
         }
         drop(base);
@@ -507,26 +510,6 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
     })
     .map_err(backend("walk tree"))?;
     Ok(count)
-}
-
-/// Ids a commit message names per line; the rest are counted.
-const NAMED: usize = 20;
-
-/// The body of a commit message: which documents it added, changed, deleted.
-fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String {
-    let mut out = String::new();
-    for (what, ids) in [("Added", added), ("Changed", changed), ("Deleted", deleted)] {
-        if ids.len() > NAMED {
-            let named = memtree_core::cite::join(&ids[..NAMED]);
-            out.push_str(&format!("{what}: {named} (+{} more)\n", ids.len() - NAMED));
-        } else if !ids.is_empty() {
-            out.push_str(&format!("{what}: {}\n", memtree_core::cite::join(ids)));
-        }
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out
 }
 
 /// The background committer: wakes at a record, waits for the writes to

@@ -8,10 +8,12 @@
 //! docs/S3-DESIGN.md; the read set, the cache and the change feed are to
 //! come.
 
+mod history;
 mod location;
 mod probe;
 mod storage;
 
+pub use history::RecordHistory;
 pub use location::{LocationError, S3Location};
 pub use probe::{Bucket, BucketError, S3Config};
 pub use storage::{Fault, S3Storage};

@@ -44,14 +44,17 @@ pub struct S3Storage {
 /// one that a stopped process wrote but never committed cannot collide
 /// with the next writer's.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Record {
-    seq: u64,
+pub(crate) struct Record {
+    pub(crate) seq: u64,
     /// The record committed before this one: how recovery finds every
     /// committed change not yet rolled forward.
-    prev: Option<String>,
-    label: String,
-    puts: Vec<(String, String)>,
-    deletes: Vec<String>,
+    pub(crate) prev: Option<String>,
+    pub(crate) label: String,
+    /// Unix time in seconds when it was written.
+    #[serde(default)]
+    pub(crate) time: i64,
+    pub(crate) puts: Vec<(String, String)>,
+    pub(crate) deletes: Vec<String>,
     /// The ETag each document touched had when the change was planned
     /// (`None`: it did not exist): roll-forward writes over that version
     /// only.
@@ -59,7 +62,7 @@ struct Record {
 }
 
 impl Record {
-    fn expected(&self, id: &str) -> Option<&str> {
+    pub(crate) fn expected(&self, id: &str) -> Option<&str> {
         self.expect.iter().find(|(e, _)| e == id).and_then(|(_, tag)| tag.as_deref())
     }
 }
@@ -67,9 +70,9 @@ impl Record {
 /// The head: the last committed change (`<seq> <record name>`), and the
 /// object's version to swap.
 #[derive(Clone)]
-struct Head {
-    seq: u64,
-    name: Option<String>,
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) name: Option<String>,
     version: Option<UpdateVersion>,
 }
 
@@ -190,7 +193,7 @@ impl S3Storage {
             .map_err(self.io("list", prefix))
     }
 
-    fn head(&self) -> Result<Head, StorageError> {
+    pub(crate) fn head(&self) -> Result<Head, StorageError> {
         let key = self.meta_key("head");
         Ok(match self.get(&key, "read")? {
             Some((bytes, version)) => {
@@ -207,7 +210,7 @@ impl S3Storage {
         Ok(self.get(&key, "read")?.map_or(0, |(bytes, _)| parse_seq(&bytes)))
     }
 
-    fn record(&self, name: &str) -> Result<Record, StorageError> {
+    pub(crate) fn record(&self, name: &str) -> Result<Record, StorageError> {
         let key = self.meta_key(&format!("tx/{name}.json"));
         let bad = |reason: String| StorageError::BadJournal {
             path: format!("{}/{key}", self.bucket.location),
@@ -375,6 +378,9 @@ impl Storage for S3Storage {
             seq,
             prev: head.name.clone(),
             label: change.label.clone(),
+            time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
             puts: change.puts.iter().map(|(id, text)| (id.to_string(), text.clone())).collect(),
             deletes: change.deletes.iter().map(ToString::to_string).collect(),
             expect,

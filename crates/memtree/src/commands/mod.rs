@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use memtree_core::{Memory, Namespaced, Storage};
+use memtree_core::{History, Memory, Namespaced, Storage};
 use memtree_history::{CommitTiming, GitHistory};
 use memtree_index::{BpeCounter, Encoder, SqliteIndex};
 use memtree_store::LocalStorage;
@@ -33,8 +33,9 @@ use crate::settings::{Place, Settings};
 /// Opens the store at `place`, creating it on first use, with its search
 /// index (`.memtree/index.sqlite` in a folder, `index.sqlite` in a
 /// bucket's cache; with dense retrieval when a model is configured) and,
-/// unless turned off, its history (a git repository in a folder). Returns
-/// the index too, for what only it does (embedding).
+/// unless turned off, its history (a git repository in a folder; in a
+/// bucket, its change records). Returns the index too, for what only it
+/// does (embedding).
 fn open_store(
     place: &Place,
     settings: &Settings,
@@ -42,18 +43,19 @@ fn open_store(
     encoder: Option<&Arc<dyn Encoder>>,
 ) -> anyhow::Result<(Memory, Option<Arc<SqliteIndex>>)> {
     let context = || format!("cannot open the store at {place}");
-    let (storage, index_file, folder): (Arc<dyn Storage>, _, _) = match place {
+    let (storage, index_file, folder, records): (Arc<dyn Storage>, _, _, _) = match place {
         Place::Folder(dir) => {
             let storage = LocalStorage::open(dir)
                 .with_context(context)?
                 .with_fault(settings.fault)
                 .with_read_limit(settings.memory.max_document_bytes as u64);
-            (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), Some(dir))
+            (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), Some(dir), None)
         }
         Place::Bucket { url, cache, .. } => {
             std::fs::create_dir_all(cache)
                 .with_context(|| format!("cannot create the cache folder {}", cache.display()))?;
-            (open_bucket(url).with_context(context)?, cache.join("index.sqlite"), None)
+            let (storage, history) = open_bucket(url, cache).with_context(context)?;
+            (storage, cache.join("index.sqlite"), None, Some(history))
         }
     };
     let tokens = BpeCounter::new(&settings.tokenizer)?;
@@ -74,24 +76,29 @@ fn open_store(
         }
     };
     // After `Memory::open`: a new repository starts with root in it.
-    let memory = match folder.filter(|_| settings.history) {
-        Some(dir) => memory.with_history(GitHistory::open(dir, timing)),
-        None => memory,
+    let memory = match (folder, records) {
+        _ if !settings.history => memory,
+        (Some(dir), _) => memory.with_history(GitHistory::open(dir, timing)),
+        (None, Some(records)) => memory.with_history(records),
+        (None, None) => memory,
     };
     Ok((memory, index))
 }
 
 /// The store in the bucket `url`, once the server is known to honour
-/// conditional writes.
+/// conditional writes, and its history (the index of its change records
+/// kept in `cache`).
 #[cfg(feature = "s3")]
-fn open_bucket(url: &str) -> anyhow::Result<Arc<dyn Storage>> {
+fn open_bucket(url: &str, cache: &std::path::Path) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
     let location = memtree_s3::S3Location::parse(url).context("not an S3 URL")??;
     let bucket = memtree_s3::Bucket::open(location, &memtree_s3::S3Config::from_env())?;
-    Ok(Arc::new(memtree_s3::S3Storage::open(bucket)?))
+    let storage = Arc::new(memtree_s3::S3Storage::open(bucket)?);
+    let history = memtree_s3::RecordHistory::open(Arc::clone(&storage), cache.join("history.jsonl"));
+    Ok((storage, history))
 }
 
 #[cfg(not(feature = "s3"))]
-fn open_bucket(url: &str) -> anyhow::Result<Arc<dyn Storage>> {
+fn open_bucket(url: &str, _cache: &std::path::Path) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
     unreachable!("refused by Settings::resolve: {url}")
 }
 
