@@ -351,3 +351,32 @@ def test_validate_reports_conflicting_memory(cli):
     # Once the stale one is deprecated, the current memory agrees with itself.
     assert cli("lifecycle", "notes", "--status", "deprecated", "--why", "port moved").rc == 0
     assert "conflict" not in cli("validate").out
+
+
+def _messages(r) -> list[str]:
+    assert r.rc == 0, r.err
+    return [line.split(" ", 3)[3] for line in r.out.splitlines()]
+
+
+def test_copy_brings_the_documents_and_every_version_into_a_new_store(cli, store, base_env, tmp_path):
+    assert cli("write", input="# M\n- [[a]]\n- [[b]]\n").rc == 0
+    assert cli("write", "a", input="# a\none\n").rc == 0
+    assert cli("write", "a", input="# a\ntwo\n").rc == 0
+    assert cli("write", input="# M\n- [[a]]\n").rc == 0
+    copy = tmp_path / "copy"
+    r = run_cli(base_env, None, "copy", str(store), str(copy))
+    assert r.rc == 0 and r.out.startswith("Copied 2 documents and 5 versions"), (r.out, r.err)
+    assert docs(copy) == docs(store)
+    theirs = _messages(run_cli(base_env, copy, "history"))
+    assert theirs == _messages(cli("history")), theirs
+    # An earlier version is there to restore.
+    assert run_cli(base_env, copy, "restore", "b").rc == 0
+    assert run_cli(base_env, copy, "read", "b").out == "# b\n\n"
+    # Never over a store that holds documents, nor onto itself.
+    again = run_cli(base_env, None, "copy", str(store), str(copy))
+    assert again.rc == 1 and "already holds documents" in again.err, again.err
+    assert run_cli(base_env, None, "copy", str(store), str(store)).rc == 1
+    only = tmp_path / "only"
+    r = run_cli(base_env, None, "copy", "--no-history", str(store), str(only))
+    assert r.rc == 0 and "and 0 versions" in r.out, r.out
+    assert docs(only) == docs(store)

@@ -138,3 +138,26 @@ async def test_history_and_restore_work_on_a_bucket_from_any_machine(
     # What machine b restored is a version on machine a too.
     r = run_cli(a, None, "history", "plans")
     assert r.rc == 0 and r.out.splitlines()[0].split(" ", 3)[3].startswith("restore plans"), r.out
+
+
+def test_a_folder_copied_to_a_bucket_and_back_keeps_documents_and_versions(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    folder, back = tmp_path / "folder", tmp_path / "back"
+    for doc, text in [("root", "# M\n- [[a]]\n"), ("a", "# a\none\n"), ("a", "# a\ntwo\n")]:
+        assert run_cli(base_env, folder, "write", doc, input=text).rc == 0
+    env = machine(base_env, tmp_path, bucket, "a")
+    up = run_cli(env, None, "copy", str(folder), bucket)
+    assert up.rc == 0 and "Copied 2 documents" in up.out, (up.out, up.err)
+    assert run_cli(env, None, "read", "a").out == "# a\ntwo\n"
+    assert run_cli(env, None, "restore", "a").rc == 0
+    assert run_cli(env, None, "read", "a").out == "# a\none\n"
+    down = run_cli(env, None, "copy", bucket, str(back))
+    assert down.rc == 0, down.err
+    assert (back / "a.md").read_text() == "# a\none\n"
+    versions = run_cli(base_env, back, "history", "a").out.splitlines()
+    assert [v.split(" ", 3)[3] for v in versions][:3] == [
+        "restore a from r4; Changed: a",
+        "update a; Changed: a",
+        "update a; Changed: a",
+    ], versions

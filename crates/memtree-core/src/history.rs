@@ -70,6 +70,15 @@ pub fn describe(added: &[DocId], changed: &[DocId], deleted: &[DocId]) -> String
     out
 }
 
+/// The label of the change a version's message (as [`History::log`] gives
+/// it) is about: the message without what [`describe`] added.
+pub fn label_of(message: &str) -> String {
+    let parts = message
+        .split("; ")
+        .filter(|part| !["Added: ", "Changed: ", "Deleted: "].iter().any(|what| part.starts_with(what)));
+    parts.collect::<Vec<_>>().join("; ")
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error("no version {0:?}")]

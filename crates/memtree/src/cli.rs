@@ -58,6 +58,8 @@ enum Command {
     Validate,
     /// Show document count, sizes and the data folder
     Status,
+    /// Copy a store into a new one, with its history: a folder to s3://BUCKET/PREFIX, or back
+    Copy(commands::copy::Args),
 }
 
 /// How a command failed, which decides the exit code.
@@ -117,6 +119,7 @@ pub fn main() -> ExitCode {
             Command::Reindex => commands::reindex::run(&settings),
             Command::Validate => commands::validate::run(&settings),
             Command::Status => commands::status::run(&settings),
+            Command::Copy(args) => commands::copy::run(&settings, args),
         });
     match outcome {
         Ok(code) => code,

@@ -127,7 +127,10 @@ impl Settings {
     pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Settings> {
         let store = args.store.clone().or_else(|| var(env::STORE));
         let (data_dir, bucket) = match store {
-            Some(url) if url.contains("://") => (PathBuf::new(), Some(BucketStore::resolve(url, args)?)),
+            Some(url) if url.contains("://") => {
+                let cache = args.cache_dir.clone().or_else(|| var(env::CACHE_DIR).map(PathBuf::from));
+                (PathBuf::new(), Some(BucketStore::resolve(url, cache)?))
+            }
             Some(dir) => match &args.data_dir {
                 Some(other) if other.as_path() != std::path::Path::new(&dir) => {
                     anyhow::bail!("--store {dir} and --data-dir {} name two stores", other.display())
@@ -247,6 +250,17 @@ impl Settings {
         }
     }
 
+    /// Where a store named on the command line is kept: a folder, or
+    /// `s3://BUCKET/PREFIX` with its cache in the platform cache folder.
+    pub fn place_of(&self, text: &str) -> anyhow::Result<Place> {
+        if text.contains("://") {
+            let bucket = BucketStore::resolve(text.to_owned(), None)?;
+            return Ok(Place::Bucket { url: bucket.url, cache: bucket.cache_dir, poll: bucket.poll });
+        }
+        let dir = std::path::absolute(text).with_context(|| format!("invalid folder {text}"))?;
+        Ok(Place::Folder(dir))
+    }
+
     /// Where the store (the shared tree, in a namespace) is kept.
     pub fn shared_place(&self) -> Place {
         match &self.bucket {
@@ -269,7 +283,9 @@ pub struct BucketStore {
 }
 
 impl BucketStore {
-    fn resolve(url: String, args: &GlobalArgs) -> anyhow::Result<BucketStore> {
+    /// The store at `url`, its cache in `cache` (default: the platform
+    /// cache folder).
+    fn resolve(url: String, cache: Option<PathBuf>) -> anyhow::Result<BucketStore> {
         let Some(path) = url.strip_prefix("s3://") else {
             anyhow::bail!("{url:?} is not a store: use a folder or s3://BUCKET/PREFIX");
         };
@@ -279,7 +295,7 @@ impl BucketStore {
             );
         }
         let path = path.trim_end_matches('/');
-        let cache_dir = match args.cache_dir.clone().or_else(|| var(env::CACHE_DIR).map(PathBuf::from)) {
+        let cache_dir = match cache {
             Some(dir) => dir,
             None => dirs::cache_dir()
                 .map(|d| d.join("memtree").join("s3").join(path))

@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex};
 
+mod copy;
 mod edit;
 mod health;
 mod index_sync;
@@ -28,6 +29,7 @@ mod tree_rules;
 mod update;
 mod versions;
 
+pub use copy::Copied;
 pub use edit::Edit;
 pub use lifecycle::Lifecycle;
 pub use remember::FactPlace;

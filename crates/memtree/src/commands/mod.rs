@@ -1,5 +1,6 @@
 //! One module per subcommand: its `Args` and its `run`.
 
+pub mod copy;
 pub mod edit;
 pub mod history;
 pub mod index;
@@ -36,7 +37,7 @@ use crate::settings::{Place, Settings};
 /// unless turned off, its history (a git repository in a folder; in a
 /// bucket, its change records). Returns the index too, for what only it
 /// does (embedding).
-fn open_store(
+pub fn open_store(
     place: &Place,
     settings: &Settings,
     timing: CommitTiming,
