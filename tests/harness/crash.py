@@ -110,16 +110,25 @@ class Run:
         return self.out[:-1] if self.out.endswith("\n") else self.out
 
 
+# A store: a folder, or an `s3://BUCKET/PREFIX` URL (`--store`).
+Store = Path | str
+
+
+def place_args(store: Store) -> list[str]:
+    """The flag naming the store for the binary."""
+    return ["--store", store] if isinstance(store, str) else ["--data-dir", str(store)]
+
+
 class Cli:
     def __init__(self, binary: Path, env: Mapping[str, str]) -> None:
         self.binary = binary
         self.env = dict(env)
         self.calls = 0
 
-    def run(self, store: Path, *args: str, input: str | None = None, timeout: float = 120) -> Run:
+    def run(self, store: Store, *args: str, input: str | None = None, timeout: float = 120) -> Run:
         self.calls += 1
         p = subprocess.run(
-            [str(self.binary), "--data-dir", str(store), *args],
+            [str(self.binary), *place_args(store), *args],
             input=(input or "").encode(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -128,7 +137,7 @@ class Cli:
         )
         return Run(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
 
-    def answer(self, store: Path, *args: str, input: str | None = None) -> tuple[str, bool]:
+    def answer(self, store: Store, *args: str, input: str | None = None) -> tuple[str, bool]:
         """(text, is_error) of a CLI command that prints a tool answer (errors on stderr, exit 1)."""
         r = self.run(store, *args, input=input)
         if r.rc == 0:
@@ -152,12 +161,12 @@ class Server:
     collected by a reader thread (with the instant each arrived), so requests
     can be pipelined and the process killed at any moment."""
 
-    def __init__(self, binary: Path, store: Path, env: Mapping[str, str], stderr_path: Path,
+    def __init__(self, binary: Path, store: Store, env: Mapping[str, str], stderr_path: Path,
                  args: Iterable[str] = ()) -> None:
         self.stderr_path = stderr_path
         self._errf = open(stderr_path, "ab")
         self.proc = subprocess.Popen(
-            [str(binary), "serve", "--data-dir", str(store), *args],
+            [str(binary), "serve", *place_args(store), *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errf, env=dict(env),
         )
         self._cond = threading.Condition()
@@ -614,8 +623,14 @@ class CheckContext:
     actual: dict[str, str] = field(default_factory=dict)  # the documents after recovery (read by check_documents)
 
     @property
-    def store(self) -> Path:
+    def store(self) -> Store:
         return self.harness.store
+
+    def in_bucket(self) -> None:
+        """Raises Skip for a check of files that a store in a bucket does not have."""
+        if isinstance(self.store, str):
+            raise Skip("the store is in a bucket: no journal, stray files or git repository to look at "
+                       "(a change's record is its version, written before its commit point)")
 
     def cli(self, *args: str, input: str | None = None) -> Run:
         return self.harness.cli.run(self.store, *args, input=input)
@@ -637,12 +652,14 @@ def check_validate(ctx: CheckContext) -> list[str]:
 
 def check_journal_done(ctx: CheckContext) -> list[str]:
     """After recovery no intent journal is left behind."""
+    ctx.in_bucket()
     j = ctx.store / META / "journal.json"
     return [f"{j} still exists after recovery"] if j.exists() else []
 
 
 def check_no_stray_files(ctx: CheckContext) -> list[str]:
     """Outside `.memtree/` there are only `<id>.md` documents (no temp files)."""
+    ctx.in_bucket()
     bad = stray_files(ctx.store)
     return [f"stray files outside {META}/: {bad}"] if bad else []
 
@@ -666,7 +683,7 @@ def _excerpt(value: str | None, n: int = 300) -> str:
 def check_documents(ctx: CheckContext) -> list[str]:
     """Acknowledged writes are present; unanswered ones applied wholly or not
     at all; no file torn; documents no operation touched are unchanged."""
-    ctx.actual = read_docs(ctx.store)
+    ctx.actual = ctx.harness.read_store()
     out: list[str] = []
     touched_all: set[str] = set().union(*(op.touched for op in ctx.burst)) if ctx.burst else set()
     for d in sorted(set(ctx.actual) | set(ctx.base)):
@@ -723,7 +740,7 @@ def check_search_index(ctx: CheckContext) -> list[str]:
     line with the token describes may be found too (search lifts what a
     hub's line says a child is about), but is never required."""
     if not ctx.actual:
-        ctx.actual = read_docs(ctx.store)
+        ctx.actual = ctx.harness.read_store()
     holders: dict[str, set[str]] = {}
     described: dict[str, set[str]] = {}
     for d, text in ctx.actual.items():
@@ -776,6 +793,7 @@ def check_history_no_gap(ctx: CheckContext) -> list[str]:
     at that document's path."""
     if not ctx.harness.history_available:
         raise Skip("`memtree history --help` failed: history not built, check_history_no_gap skipped")
+    ctx.in_bucket()
     r = ctx.cli("history", "--limit", "1")
     if r.rc != 0:
         return [f"memtree history exited {r.rc}: {r.err.strip()}"]
@@ -874,14 +892,17 @@ class CrashHarness:
         self.binary = Path(args.binary).resolve()
         self.rng = random.Random(args.seed)
         self.scratch = Path(tempfile.mkdtemp(prefix="memtree-crash-"))
-        self.store = Path(args.data_dir).resolve() if args.data_dir else self.scratch / "store"
+        self.store: Store = Path(args.data_dir).resolve() if args.data_dir else self.scratch / "store"
+        if args.store:
+            self.store = args.store
         self.shadow = self.scratch / "shadow"
         home = self.scratch / "home"
         home.mkdir()
-        self.cli = Cli(self.binary, sealed_env(home))
+        cache = {"MEMTREE_CACHE_DIR": str(self.scratch / "cache")} if args.store else {}
+        self.cli = Cli(self.binary, {**sealed_env(home), **cache})
         # The oracle's shadow store needs no history.
         self.shadow_cli = Cli(self.binary, {**sealed_env(home), "MEMTREE_HISTORY": "off"})
-        self.env = sealed_env(home)
+        self.env = {**sealed_env(home), **cache}
         self.gen = Generator(self.rng)
         self.stats = Stats()
         self.violations: list[Violation] = []
@@ -901,7 +922,7 @@ class CrashHarness:
     def setup(self) -> None:
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
             raise SystemExit(f"memtree binary not found at {self.binary}; build it or pass --binary / MEMTREE_BIN")
-        if self.store.exists() and any(self.store.iterdir()):
+        if isinstance(self.store, Path) and self.store.exists() and any(self.store.iterdir()):
             raise SystemExit(f"--data-dir {self.store} is not empty")
         h = self.cli.run(self.store, "history", "--help")
         self.history_available = h.rc == 0
@@ -910,9 +931,27 @@ class CrashHarness:
             r = self.cli.run(self.store, "write", d, input=text)
             if r.rc != 0:
                 raise HarnessError(f"seeding {d} failed: {r.err}")
-        self.model = read_docs(self.store)
+        self.model = self.read_store()
         self.shadow.mkdir()
         replace_docs(self.shadow, self.model)
+
+    def read_store(self) -> dict[str, str]:
+        """Every document of the store under test; a bucket's through a copy
+        into a scratch folder (`memtree copy --no-history`, which, as the
+        first process to open the store, also completes an interrupted
+        change)."""
+        if isinstance(self.store, Path):
+            return read_docs(self.store)
+        mirror = Path(tempfile.mkdtemp(prefix="mirror-", dir=self.scratch))
+        try:
+            env = {**self.cli.env, "MEMTREE_HISTORY": "off"}
+            p = subprocess.run([str(self.binary), "copy", "--no-history", self.store, str(mirror / "store")],
+                               capture_output=True, env=env, timeout=300)
+            if p.returncode != 0:
+                raise HarnessError(f"copying the bucket to read it failed: {p.stderr.decode(errors='replace')}")
+            return read_docs(mirror / "store")
+        finally:
+            shutil.rmtree(mirror, ignore_errors=True)
 
     def start_server(self) -> Server:
         n = self.stats.restarts + self.stats.kills_at_startup + 1
@@ -1058,7 +1097,7 @@ class CrashHarness:
                 elif op.applied is False:
                     self.stats.unanswered_not_applied += 1
         # the model follows the store as it is now (verified above)
-        self.model = ctx.actual if ctx.actual else read_docs(self.store)
+        self.model = ctx.actual if ctx.actual else self.read_store()
         if read_docs(self.shadow) != self.model:
             replace_docs(self.shadow, self.model)
         if not last and self.server is None:
@@ -1147,6 +1186,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="random seed (default: random, printed)")
     p.add_argument("--data-dir", default=None,
                    help="the store under test (must be empty or absent; default: a temporary folder)")
+    p.add_argument("--store", default=None,
+                   help="the store under test in a bucket, s3://BUCKET/PREFIX (new; the AWS variables say where), "
+                        "instead of a folder; needs a binary built with --features s3")
     p.add_argument("--ops-per-life", default="1-30", help="operations per server life, LO-HI (default 1-30)")
     p.add_argument("--binary", default=str(default_binary()),
                    help="memtree binary (default: $MEMTREE_BIN, else target/release, else target/debug)")
