@@ -8,11 +8,16 @@ these (marker `s3`); elsewhere they are skipped.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
 import subprocess
+import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -161,3 +166,147 @@ def test_a_folder_copied_to_a_bucket_and_back_keeps_documents_and_versions(
         "update a; Changed: a",
         "update a; Changed: a",
     ], versions
+
+
+
+class Outage:
+    """A TCP relay to the S3 server that can go down (connections refused,
+    open ones cut) and come back on the same port: the server stopped and
+    restarted, as memtree sees it."""
+
+    def __init__(self, target: str) -> None:
+        url = urlparse(target)
+        self.target = (url.hostname or "127.0.0.1", url.port or 80)
+        self.port = 0
+        self.conns: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+        self.up()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        assert self.listener is not None
+        # Shutting a listening socket down wakes the accept() blocked on it.
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self.listener = None
+        for conn in self.conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self.conns.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+async def test_writes_fail_plainly_while_the_server_is_down_and_work_when_it_is_back(
+    base_env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    outage = Outage(os.environ["AWS_ENDPOINT_URL"])
+    env = {**machine(base_env, tmp_path, bucket, "a"), "AWS_ENDPOINT_URL": outage.url}
+    fact = lambda text: {"content": text, "document": "ops", "mode": "append"}  # noqa: E731
+    async with open_server(None, env) as m:
+        assert not (await m.call("remember", fact("before the outage"))).error
+        outage.down()
+        started = time.monotonic()
+        during = await m.call("remember", fact("during the outage"))
+        assert during.error and during.text.startswith("Error: storage:"), during
+        assert time.monotonic() - started < 30, "an answer within seconds, not a hang"
+        assert (await m.read("ops")).error
+        outage.up()
+        assert not (await m.call("remember", fact("after the outage"))).error, "works again once it is back"
+        text = (await m.read("ops")).text
+    assert "before the outage" in text and "after the outage" in text, text
+    assert "during the outage" not in text, "reported as failed, so not saved"
+    assert "healthy" in run_cli(env, None, "validate").out
+
+
+class Careless(BaseHTTPRequestHandler):
+    """Enough of S3 for memtree's probe, ignoring If-None-Match and If-Match
+    on writes, as Garage 2.5 does."""
+
+    objects: dict[str, bytes] = {}
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _answer(self, code: int, body: bytes = b"", etag: str | None = None) -> None:
+        self.send_response(code)
+        if etag:
+            self.send_header("ETag", etag)
+        self.send_header("Last-Modified", "Fri, 27 Nov 2026 00:00:00 GMT")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_PUT(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.objects[self.path] = body
+        self._answer(200, etag=f'"{hashlib.md5(body).hexdigest()}"')
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = self.objects.get(self.path)
+        if body is None:
+            self._answer(404, b"<Error><Code>NoSuchKey</Code></Error>")
+        else:
+            self._answer(200, body, f'"{hashlib.md5(body).hexdigest()}"')
+
+    do_HEAD = do_GET  # noqa: N815
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self.objects.pop(self.path, None)
+        self._answer(204)
+
+
+def test_a_server_that_ignores_conditional_writes_is_refused(base_env: dict[str, str], tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Careless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {
+            **machine(base_env, tmp_path, "s3://careless/memory", "a"),
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "AWS_ACCESS_KEY_ID": "careless",
+            "AWS_SECRET_ACCESS_KEY": "careless-secret",
+        }
+        r = run_cli(env, None, "write", "root", input="# M\n")
+        assert r.rc != 0 and "ignores If-None-Match on writes" in r.err, r.err
+        assert not any(key.endswith("/root.md") for key in Careless.objects), "nothing written"
+    finally:
+        server.shutdown()

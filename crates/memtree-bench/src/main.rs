@@ -6,6 +6,7 @@
 //! the spread of p50 across them so noise shows) and writes every raw sample
 //! as JSON under `--out`. See docs/BENCHMARKS.md.
 
+mod bucket;
 mod generate;
 mod load;
 mod measure;
@@ -67,6 +68,12 @@ struct Args {
     /// A browser's pause between two pages, in milliseconds.
     #[arg(long, default_value_t = 250)]
     think_ms: u64,
+    /// Instead of the stdio measurements: copy the store into this new
+    /// `s3://BUCKET/PREFIX` (the AWS variables say where) and measure two
+    /// servers on it, as two machines, beside one on the folder. Needs a
+    /// memtree built with `--features s3`.
+    #[arg(long, value_name = "URL")]
+    s3: Option<String>,
 }
 
 /// SPEC section 5, binding at 10,000 documents.
@@ -209,6 +216,24 @@ async fn bench_size(
             seed: args.seed ^ n as u64,
         };
         return load::run(&plan);
+    }
+    if let Some(url) = &args.s3 {
+        let url = format!(
+            "{}/bench-{n}-{}",
+            url.trim_end_matches('/'),
+            SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs()
+        );
+        eprintln!("[{n}] S3: {url}");
+        let plan = bucket::BucketPlan {
+            bin,
+            store: &store,
+            url: &url,
+            ids: &generated.ids,
+            leaves: &generated.leaves,
+            ops: args.ops,
+            seed: args.seed ^ n as u64,
+        };
+        return bucket::run(&plan).await;
     }
     let validation = validate(bin, &store, Duration::from_secs(args.validate_timeout)).await?;
     eprintln!("[{n}] validate: {validation}");

@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 use crate::generate::{Prose, Rng, doc_path};
 use crate::queries::{self, Query};
 
-type Client = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
 
 /// Untimed calls before each timed series.
 const WARMUP: usize = 3;
@@ -454,15 +454,15 @@ fn pack_tokens(pack: &str) -> anyhow::Result<usize> {
     used.parse().context("N is not a number")
 }
 
-fn read_args(id: &str) -> CallToolRequestParams {
+pub(crate) fn read_args(id: &str) -> CallToolRequestParams {
     tool("read_document", json!({ "id": id }))
 }
 
-fn update_args(id: &str, content: &str) -> CallToolRequestParams {
+pub(crate) fn update_args(id: &str, content: &str) -> CallToolRequestParams {
     tool("update_document", json!({ "id": id, "content": content }))
 }
 
-fn search_args(query: &str) -> CallToolRequestParams {
+pub(crate) fn search_args(query: &str) -> CallToolRequestParams {
     tool("search", json!({ "query": query, "limit": SEARCH_LIMIT }))
 }
 
@@ -474,14 +474,14 @@ fn tree_args() -> CallToolRequestParams {
     tool("get_document_tree", json!({}))
 }
 
-fn tool(name: &'static str, args: Value) -> CallToolRequestParams {
+pub(crate) fn tool(name: &'static str, args: Value) -> CallToolRequestParams {
     let Value::Object(args) = args else { unreachable!("tool arguments are objects") };
     CallToolRequestParams::new(name).with_arguments(args)
 }
 
 /// One tool call, timed around the client call alone. A tool error fails
 /// the benchmark: figures of calls that did not do their work mean nothing.
-async fn call(client: &Client, params: CallToolRequestParams) -> anyhow::Result<(f64, String)> {
+pub(crate) async fn call(client: &Client, params: CallToolRequestParams) -> anyhow::Result<(f64, String)> {
     let name = params.name.clone();
     let started = Instant::now();
     let result = client.call_tool(params).await.with_context(|| format!("{name} failed"))?;

@@ -10,6 +10,7 @@
 
 mod history;
 mod location;
+mod mirror;
 mod probe;
 mod storage;
 

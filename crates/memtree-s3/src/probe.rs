@@ -2,9 +2,20 @@
 
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
 use object_store::path::Path;
-use object_store::{ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{
+    ClientOptions, ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, RetryConfig,
+    UpdateVersion,
+};
+use std::time::Duration;
 
 use crate::location::S3Location;
+
+/// How long a request is retried (on 5xx answers and broken connections).
+const RETRY_FOR: Duration = Duration::from_secs(8);
+/// How long connecting to the server may take.
+const CONNECT_WITHIN: Duration = Duration::from_secs(2);
+/// How long one request may take, a 1 MiB document included.
+const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 
 /// A store's bucket and folder, with a client for it.
 pub struct Bucket {
@@ -69,7 +80,13 @@ impl Bucket {
             .with_bucket_name(&location.bucket)
             .with_region(&config.region)
             .with_virtual_hosted_style_request(config.virtual_hosted)
-            .with_conditional_put(S3ConditionalPut::ETagMatch);
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            // An agent waits for each answer: with the server unreachable,
+            // say so within seconds rather than retry for minutes.
+            .with_retry(RetryConfig { max_retries: 3, retry_timeout: RETRY_FOR, ..RetryConfig::default() })
+            .with_client_options(
+                ClientOptions::new().with_connect_timeout(CONNECT_WITHIN).with_timeout(ANSWER_WITHIN),
+            );
         if let Some(endpoint) = &config.endpoint {
             // A local server (SeaweedFS on loopback) speaks plain HTTP.
             builder = builder.with_allow_http(endpoint.starts_with("http://")).with_endpoint(endpoint);
@@ -87,7 +104,6 @@ impl Bucket {
         Ok(Bucket { store, location, runtime })
     }
 
-    /// The key of `name` inside the store's folder.
     /// Runs `io` to completion on the client's own runtime. Callers are
     /// synchronous (the engine), but may sit inside an async server's
     /// runtime, where blocking a worker needs `block_in_place`.
@@ -98,6 +114,7 @@ impl Bucket {
         }
     }
 
+    /// The key of `name` inside the store's folder.
     pub(crate) fn key(&self, name: &str) -> Path {
         match self.location.prefix.is_empty() {
             true => Path::from(name),

@@ -19,6 +19,8 @@
 //!
 //! Not yet: the per-machine cache and the change feed.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use memtree_core::{Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock};
@@ -27,7 +29,12 @@ use object_store::{
     ObjectMeta, ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
+use crate::mirror::Mirror;
 use crate::probe::Bucket;
+
+/// How long after its commit a change not yet rolled forward counts as
+/// left unfinished by its writer, rather than being finished by it now.
+const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where the store's own objects live, beside the documents.
 const META: &str = ".memtree";
@@ -38,6 +45,11 @@ pub struct S3Storage {
     /// The head the exclusive lock held now saw: a change commits only on
     /// top of it.
     locked: Arc<Mutex<Option<Head>>>,
+    /// The documents, as of the head last seen.
+    mirror: Mutex<Mirror>,
+    /// How many locks are held: under one, the mirror was brought up to
+    /// the head when it was taken; outside all, each read asks the head.
+    holders: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A change, as its record holds it. Records are named `<seq>-<nonce>`:
@@ -76,6 +88,22 @@ pub(crate) struct Head {
     version: Option<UpdateVersion>,
 }
 
+/// A lock held: the mirror is trusted without asking the head meanwhile.
+struct Holder(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Holder {
+    fn new(holders: &Arc<std::sync::atomic::AtomicUsize>) -> Holder {
+        holders.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Holder(Arc::clone(holders))
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Forgets the locked head when the engine's lock is dropped.
 struct Unlock(Arc<Mutex<Option<Head>>>);
 
@@ -103,7 +131,96 @@ impl S3Storage {
     /// conditional writes.
     pub fn open(bucket: Bucket) -> Result<S3Storage, crate::BucketError> {
         bucket.probe()?;
-        Ok(S3Storage { bucket, fault: None, locked: Arc::default() })
+        Ok(S3Storage {
+            bucket,
+            fault: None,
+            locked: Arc::default(),
+            mirror: Mutex::new(Mirror::open(None)),
+            holders: Arc::default(),
+        })
+    }
+
+    /// Keeps the mirror of the documents in `file` (this machine's cache
+    /// folder), so that a restart replays only the changes it missed.
+    pub fn with_mirror(mut self, file: PathBuf) -> S3Storage {
+        self.mirror = Mutex::new(Mirror::open(Some(file)));
+        self
+    }
+
+    /// The document's object as it is in the bucket, which may lag its
+    /// committed text until a writer rolls it forward (for tests, and for
+    /// looking into a store by hand).
+    pub fn object_text(&self, id: &DocId) -> Result<Option<String>, StorageError> {
+        Ok(self
+            .get(&self.doc_key(id), "read")?
+            .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    fn mirror(&self) -> std::sync::MutexGuard<'_, Mirror> {
+        self.mirror.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The mirror, brought up to the head unless a lock did so already.
+    fn current(&self) -> Result<std::sync::MutexGuard<'_, Mirror>, StorageError> {
+        if self.holders.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            self.sync()?;
+        }
+        Ok(self.mirror())
+    }
+
+    /// Brings the mirror up to the head: the change records since the
+    /// commit it is at, replayed; or, when it is empty or of another store
+    /// (its commit not in the chain), every document read from the bucket.
+    /// Returns the head.
+    fn sync(&self) -> Result<Head, StorageError> {
+        let head = self.head()?;
+        let mut mirror = self.mirror();
+        let (seq, name) = mirror.at();
+        if mirror.is_filled() && seq == head.seq && name == head.name.as_deref() {
+            return Ok(head);
+        }
+        if mirror.is_filled() && seq < head.seq {
+            let mut missed = Vec::new();
+            let mut next = head.name.clone();
+            while (missed.len() as u64) < head.seq - seq {
+                let Some(current) = next else { break };
+                let record = self.record(&current)?;
+                next = record.prev.clone();
+                missed.push((current, record));
+            }
+            let (_, name) = mirror.at();
+            if missed.len() as u64 == head.seq - seq && next.as_deref() == name {
+                for (name, record) in missed.iter().rev() {
+                    mirror.replay(name, record);
+                }
+                return Ok(head);
+            }
+        }
+        // From the bucket: rolled forward to the head first, so that the
+        // objects are the head's documents.
+        self.settle(&head)?;
+        let docs = self.read_all()?;
+        mirror.fill(head.seq, head.name.clone(), docs);
+        Ok(head)
+    }
+
+    /// Every document object's text, and a tag unique to its version.
+    fn read_all(&self) -> Result<BTreeMap<DocId, (String, u64)>, StorageError> {
+        use futures_util::{StreamExt as _, TryStreamExt as _};
+        let objects: Vec<(DocId, ObjectMeta)> = self
+            .list_under(&self.bucket.key(""))?
+            .into_iter()
+            .filter_map(|meta| Some((self.doc_id(&meta.location)?, meta)))
+            .collect();
+        let reads = futures_util::stream::iter(objects.into_iter().map(|(id, meta)| async move {
+            let found =
+                self.bucket.store.get(&meta.location).await.map_err(self.io("read", &meta.location))?;
+            let bytes = found.bytes().await.map_err(self.io("read", &meta.location))?;
+            // Apart from the seqs that tag replayed versions.
+            let tag = Self::stamp_of(&meta).tag | 1 << 63;
+            Ok::<_, StorageError>((id, (String::from_utf8_lossy(&bytes).into_owned(), tag)))
+        }));
+        self.bucket.block_on(reads.buffer_unordered(16).try_collect())
     }
 
     /// Makes `apply` stop at `fault`, for tests of recovery.
@@ -279,7 +396,9 @@ impl S3Storage {
     }
 
     /// Rolls forward every committed change up to `head` not yet applied,
-    /// in commit order; the last one's label and count, if any.
+    /// in commit order. Returns the last one that a writer left unfinished
+    /// (committed over [`INTERRUPTED_AFTER`] ago: a live writer finishes
+    /// its own within its request), with the count of objects written.
     fn settle(&self, head: &Head) -> Result<Option<Recovery>, StorageError> {
         let applied = self.applied()?;
         // Back from the head to the last change rolled forward, then
@@ -291,10 +410,15 @@ impl S3Storage {
             name = record.prev.clone().filter(|_| record.seq > applied + 1);
             pending.push(record);
         }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
         let mut last = None;
         for record in pending.iter().rev() {
             let replayed = self.roll_forward(record)?;
-            last = Some(Recovery { label: record.label.clone(), replayed });
+            if now - record.time > INTERRUPTED_AFTER.as_secs() as i64 {
+                last = Some(Recovery { label: record.label.clone(), replayed });
+            }
         }
         Ok(last)
     }
@@ -324,33 +448,20 @@ impl S3Storage {
 
 impl Storage for S3Storage {
     fn read(&self, id: &DocId) -> Result<Option<String>, StorageError> {
-        Ok(self
-            .get(&self.doc_key(id), "read")?
-            .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned()))
+        Ok(self.current()?.text(id).map(str::to_owned))
     }
 
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, StorageError> {
-        let key = self.doc_key(id);
-        match self.bucket.block_on(self.bucket.store.head(&key)) {
-            Ok(meta) => Ok(Some(Self::stamp_of(&meta))),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(error) => Err(self.io("stat", &key)(error)),
-        }
+        Ok(self.current()?.stamp(id))
     }
 
     fn find_folded(&self, id: &DocId) -> Result<Option<DocId>, StorageError> {
         let folded = id.folded();
-        Ok(self.list()?.docs.into_iter().map(|(d, _)| d).find(|d| d != id && d.folded() == folded))
+        Ok(self.current()?.stamps().map(|(d, _)| d).find(|d| *d != id && d.folded() == folded).cloned())
     }
 
     fn list(&self) -> Result<Listing, StorageError> {
-        let top = self.bucket.key("");
-        let mut docs: Vec<(DocId, Stamp)> = self
-            .list_under(&top)?
-            .iter()
-            .filter_map(|meta| Some((self.doc_id(&meta.location)?, Self::stamp_of(meta))))
-            .collect();
-        docs.sort_by(|a, b| a.0.cmp(&b.0));
+        let docs = self.current()?.stamps().map(|(id, stamp)| (id.clone(), stamp)).collect();
         Ok(Listing { docs, ignored: vec![] })
     }
 
@@ -360,7 +471,7 @@ impl Storage for S3Storage {
             Some(head) => head,
             // Without a lock (tests of the backend alone): on the head as it is now.
             None => {
-                let head = self.head()?;
+                let head = self.sync()?;
                 self.settle(&head)?;
                 head
             }
@@ -404,14 +515,24 @@ impl Storage for S3Storage {
         let version = match self.put_if(&head_key, format!("{seq} {name}").into_bytes(), mode, "commit") {
             Ok(Ok(version)) => version,
             Ok(Err(())) => {
-                // Another process committed first. Its change is rolled
-                // forward before the engine plans ours again. Our record
-                // is named by no head; removed, or left harmless if not.
-                if let Err(error) = self.delete(&self.meta_key(&format!("tx/{name}.json")), "delete") {
-                    tracing::debug!(%error, "an uncommitted record stays");
+                let now = self.head()?;
+                match now {
+                    // A retried put whose first try landed (its answer
+                    // lost) meets its own change: committed after all.
+                    Head { name: Some(now), version: Some(version), .. } if now == name => version,
+                    _ => {
+                        // Another process committed first. Its change is
+                        // rolled forward before the engine plans ours
+                        // again. Our record is named by no head; removed,
+                        // or left harmless if not.
+                        let record = self.meta_key(&format!("tx/{name}.json"));
+                        if let Err(error) = self.delete(&record, "delete") {
+                            tracing::debug!(%error, "an uncommitted record stays");
+                        }
+                        self.sync()?;
+                        return Err(StorageError::Conflict);
+                    }
                 }
-                self.settle(&self.head()?)?;
-                return Err(StorageError::Conflict);
             }
             Err(error) => {
                 // The put may have landed before the connection failed.
@@ -421,6 +542,7 @@ impl Storage for S3Storage {
                 }
             }
         };
+        self.mirror().replay(&name, &record);
         if let Some(locked) = self.locked.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             *locked = Head { seq, name: Some(name), version: Some(version) };
         }
@@ -431,20 +553,24 @@ impl Storage for S3Storage {
     }
 
     fn lock(&self, mode: LockMode) -> Result<StoreLock, StorageError> {
+        // Readers and writers alike see the mirror at the head as it is
+        // now. Writers are ordered by the head swap, not by a lock: a
+        // change commits only on top of this head, and the objects are
+        // rolled forward to it first.
+        let head = self.sync()?;
+        let holder = Holder::new(&self.holders);
         if mode == LockMode::Shared {
-            return Ok(StoreLock::new(()));
+            return Ok(StoreLock::new(holder));
         }
-        // Writers are ordered by the head swap, not by a lock: reads from
-        // here on see the store at this head (or a later one, and then the
-        // swap fails), once it is rolled forward.
-        let head = self.head()?;
         self.settle(&head)?;
         *self.locked.lock().unwrap_or_else(|e| e.into_inner()) = Some(head);
-        Ok(StoreLock::new(Unlock(self.locked.clone())))
+        Ok(StoreLock::new((holder, Unlock(self.locked.clone()))))
     }
 
     fn has_pending_change(&self) -> Result<bool, StorageError> {
-        Ok(self.head()?.seq > self.applied()?)
+        // Reads replay the records, so none waits for the objects to be
+        // rolled forward; the next writer (or `recover`) does that.
+        Ok(false)
     }
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {

@@ -87,13 +87,13 @@ pub fn open_store(
 }
 
 /// The store in the bucket `url`, once the server is known to honour
-/// conditional writes, and its history (the index of its change records
-/// kept in `cache`).
+/// conditional writes, with its mirror of the documents and its history
+/// (the index of its change records) kept in `cache`.
 #[cfg(feature = "s3")]
 fn open_bucket(url: &str, cache: &std::path::Path) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
     let location = memtree_s3::S3Location::parse(url).context("not an S3 URL")??;
     let bucket = memtree_s3::Bucket::open(location, &memtree_s3::S3Config::from_env())?;
-    let storage = Arc::new(memtree_s3::S3Storage::open(bucket)?);
+    let storage = Arc::new(memtree_s3::S3Storage::open(bucket)?.with_mirror(cache.join("mirror.json")));
     let history = memtree_s3::RecordHistory::open(Arc::clone(&storage), cache.join("history.jsonl"));
     Ok((storage, history))
 }
