@@ -21,7 +21,10 @@ case "$action" in
       -s3.port="$port" > "$dir/weed.log" 2>&1 &
     echo $! > "$dir/weed.pid"
     for _ in $(seq 120); do
-      if echo "s3.bucket.create -name $bucket" | .venv/bin/weed shell -master=127.0.0.1:9333 >> "$dir/weed.log" 2>&1 \
+      # A folder used before already holds the bucket.
+      made=$(echo "s3.bucket.create -name $bucket" | .venv/bin/weed shell -master=127.0.0.1:9333 2>&1 || true)
+      echo "$made" >> "$dir/weed.log"
+      if { [ -z "$made" ] || grep -qE "already exists|created" <<< "$made" || ! grep -q error <<< "$made"; } \
         && curl -s -o /dev/null "http://127.0.0.1:$port/"; then
         break
       fi

@@ -12,7 +12,8 @@
 # browser: Debian's chromium (installed with apt when missing) driven by
 # Playwright (installed from PyPI). `--s3` tests stores on S3 (the `s3`
 # feature) against a SeaweedFS server it starts on loopback and stops:
-# memtree-s3's tests, then the end-to-end tests marked `s3`. Other modes
+# memtree-s3's tests, the end-to-end tests marked `s3` and 20 kills of the
+# crash harness on a bucket. Other modes
 # leave memtree-s3 out: it builds a TLS stack (aws-lc) they do not need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,8 @@ case "${1:-}" in
     cargo build -p memtree --features s3 --locked
     cargo test -p memtree-s3 --locked -- --include-ignored
     .venv/bin/python -m pytest tests/e2e -q -m s3
+    # kill -9 at random instants on a bucket, at a small scale.
+    .venv/bin/python tests/harness/crash.py --kills 20 --store "$MEMTREE_TEST_S3/crash-$$" --binary target/debug/memtree
     exit
     ;;
   --slow)

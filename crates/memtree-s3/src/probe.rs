@@ -33,8 +33,8 @@ pub enum BucketError {
     Request { location: String, op: &'static str, source: object_store::Error },
     #[error(
         "{location}: the server ignores {header} on writes, so two machines writing at once would \
-         lose one's changes silently; use a server that honours conditional writes (AWS S3, SeaweedFS, \
-         Cloudflare R2, MinIO)"
+         lose one's changes silently; use a server that honours conditional writes (AWS S3 and \
+         SeaweedFS do)"
     )]
     IgnoresConditionalWrites { location: String, header: &'static str },
     #[error("cannot start the S3 client's runtime: {0}")]
@@ -48,27 +48,32 @@ pub struct S3Config {
     pub endpoint: Option<String>,
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
+    /// Temporary credentials' token, with their keys.
+    pub session_token: Option<String>,
     pub region: String,
     /// `BUCKET.ENDPOINT` instead of `ENDPOINT/BUCKET`.
     pub virtual_hosted: bool,
 }
 
 impl S3Config {
-    /// From the standard variables: `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` (default `us-east-1`). Requests
+    /// From the standard variables, each looked up by `var`: `AWS_ENDPOINT_URL` (unset: AWS itself), the
+    /// keys, `AWS_REGION` (default `us-east-1`). Requests to an endpoint
     /// are path-style (`ENDPOINT/BUCKET/KEY`), which every S3-compatible
-    /// server takes; `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true` asks for
-    /// `BUCKET.ENDPOINT`.
-    pub fn from_env() -> S3Config {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    /// server takes, and to AWS virtual-hosted (`BUCKET.s3…`), as AWS
+    /// wants; `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true|false` decides.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> S3Config {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
+        let endpoint = var("AWS_ENDPOINT_URL");
         S3Config {
-            endpoint: var("AWS_ENDPOINT_URL"),
+            virtual_hosted: var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
+                .map_or(endpoint.is_none(), |v| v == "true"),
+            endpoint,
             access_key_id: var("AWS_ACCESS_KEY_ID"),
             secret_access_key: var("AWS_SECRET_ACCESS_KEY"),
+            session_token: var("AWS_SESSION_TOKEN"),
             region: var("AWS_REGION")
                 .or_else(|| var("AWS_DEFAULT_REGION"))
                 .unwrap_or_else(|| "us-east-1".to_owned()),
-            virtual_hosted: var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST").is_some_and(|v| v == "true"),
         }
     }
 }
@@ -93,6 +98,9 @@ impl Bucket {
         }
         if let (Some(id), Some(secret)) = (&config.access_key_id, &config.secret_access_key) {
             builder = builder.with_access_key_id(id).with_secret_access_key(secret);
+            if let Some(token) = &config.session_token {
+                builder = builder.with_token(token);
+            }
         }
         let store = builder
             .build()

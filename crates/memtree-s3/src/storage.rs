@@ -32,6 +32,12 @@ use object_store::{
 use crate::mirror::Mirror;
 use crate::probe::Bucket;
 
+/// How long a sync of the mirror serves reads made outside any lock (a
+/// search checking its hits, one stamp each): another machine's change
+/// reaches them at most this much later than a read under a lock, which
+/// every write takes.
+const FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// How long after its commit a change not yet rolled forward counts as
 /// left unfinished by its writer, rather than being finished by it now.
 const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
@@ -48,8 +54,10 @@ pub struct S3Storage {
     /// The documents, as of the head last seen.
     mirror: Mutex<Mirror>,
     /// How many locks are held: under one, the mirror was brought up to
-    /// the head when it was taken; outside all, each read asks the head.
+    /// the head when it was taken; outside all, a read asks the head
+    /// unless the mirror was synced in the last [`FRESH_FOR`].
     holders: Arc<std::sync::atomic::AtomicUsize>,
+    synced: Mutex<Option<std::time::Instant>>,
 }
 
 /// A change, as its record holds it. Records are named `<seq>-<nonce>`:
@@ -137,6 +145,7 @@ impl S3Storage {
             locked: Arc::default(),
             mirror: Mutex::new(Mirror::open(None)),
             holders: Arc::default(),
+            synced: Mutex::default(),
         })
     }
 
@@ -162,7 +171,9 @@ impl S3Storage {
 
     /// The mirror, brought up to the head unless a lock did so already.
     fn current(&self) -> Result<std::sync::MutexGuard<'_, Mirror>, StorageError> {
-        if self.holders.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        let fresh =
+            self.synced.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|at| at.elapsed() < FRESH_FOR);
+        if self.holders.load(std::sync::atomic::Ordering::SeqCst) == 0 && !fresh {
             self.sync()?;
         }
         Ok(self.mirror())
@@ -173,7 +184,9 @@ impl S3Storage {
     /// (its commit not in the chain), every document read from the bucket.
     /// Returns the head.
     fn sync(&self) -> Result<Head, StorageError> {
+        let asked = std::time::Instant::now();
         let head = self.head()?;
+        *self.synced.lock().unwrap_or_else(|e| e.into_inner()) = Some(asked);
         let mut mirror = self.mirror();
         let (seq, name) = mirror.at();
         if mirror.is_filled() && seq == head.seq && name == head.name.as_deref() {

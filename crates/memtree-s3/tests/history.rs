@@ -20,7 +20,8 @@ fn location(name: &str) -> S3Location {
 
 /// An engine over `location` with its history indexed in `index`.
 fn open(location: &S3Location, index: &Path) -> (Memory, Arc<RecordHistory>) {
-    let bucket = Bucket::open(location.clone(), &S3Config::from_env()).unwrap();
+    let bucket =
+        Bucket::open(location.clone(), &S3Config::from_vars(|name| std::env::var(name).ok())).unwrap();
     let storage = Arc::new(S3Storage::open(bucket).unwrap());
     let history = RecordHistory::open(Arc::clone(&storage), index.to_owned());
     let memory = Memory::open(storage, MemorySettings::default()).unwrap().with_history(history.clone());

@@ -21,7 +21,7 @@ use memtree_s3::{Bucket, BucketError, S3Config, S3Location};
 fn seaweedfs_honours_conditional_writes() {
     let url = std::env::var("MEMTREE_TEST_S3").expect("MEMTREE_TEST_S3, from scripts/seaweedfs.sh");
     let location = S3Location::parse(&format!("{url}/probe-test")).expect("an s3:// URL").unwrap();
-    Bucket::open(location, &S3Config::from_env()).unwrap().probe().unwrap();
+    Bucket::open(location, &S3Config::from_vars(|name| std::env::var(name).ok())).unwrap().probe().unwrap();
 }
 
 type Objects = Arc<Mutex<HashMap<String, Bytes>>>;
@@ -86,7 +86,7 @@ fn a_server_that_ignores_conditional_writes_is_refused() {
         access_key_id: Some("k".into()),
         secret_access_key: Some("s".into()),
         region: "us-east-1".into(),
-        virtual_hosted: false,
+        ..S3Config::default()
     };
     let location = S3Location::parse("s3://team/memory").unwrap().unwrap();
     let refused = Bucket::open(location, &config).unwrap().probe().unwrap_err();
@@ -98,4 +98,25 @@ fn a_server_that_ignores_conditional_writes_is_refused() {
         refused.to_string().starts_with("s3://team/memory: the server ignores If-None-Match on writes"),
         "{refused}"
     );
+}
+
+#[test]
+fn aws_is_addressed_by_virtual_host_and_other_endpoints_by_path() {
+    let vars = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
+    };
+    let aws = S3Config::from_vars(vars(&[("AWS_REGION", "eu-west-1"), ("AWS_SESSION_TOKEN", "t")]));
+    assert!(aws.virtual_hosted && aws.endpoint.is_none());
+    assert_eq!((aws.region.as_str(), aws.session_token.as_deref()), ("eu-west-1", Some("t")));
+    let local = S3Config::from_vars(vars(&[
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:8333"),
+        ("AWS_DEFAULT_REGION", ""),
+    ]));
+    assert!(!local.virtual_hosted);
+    assert_eq!(local.region, "us-east-1", "an empty variable is unset");
+    let asked = S3Config::from_vars(vars(&[
+        ("AWS_ENDPOINT_URL", "https://s3.example.net"),
+        ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "true"),
+    ]));
+    assert!(asked.virtual_hosted);
 }

@@ -17,6 +17,16 @@ pub mod env {
     pub const CACHE_DIR: &str = "MEMTREE_CACHE_DIR";
     /// How often `serve` asks a bucket whether another machine wrote, in ms.
     pub const POLL_MS: &str = "MEMTREE_POLL_MS";
+    /// Where a bucket is and how to sign in: AWS's own variables.
+    pub const AWS: [&str; 7] = [
+        "AWS_ENDPOINT_URL",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST",
+    ];
     /// The store folder (wins over `DATA_DIR`).
     pub const DATA_DIR: &str = "MEMTREE_DATA_DIR";
     /// Seed 001's data root; the store is `$DATA_DIR/structured_memory`.
@@ -254,8 +264,7 @@ impl Settings {
     /// `s3://BUCKET/PREFIX` with its cache in the platform cache folder.
     pub fn place_of(&self, text: &str) -> anyhow::Result<Place> {
         if text.contains("://") {
-            let bucket = BucketStore::resolve(text.to_owned(), None)?;
-            return Ok(Place::Bucket { url: bucket.url, cache: bucket.cache_dir, poll: bucket.poll });
+            return Ok(Place::Bucket(BucketStore::resolve(text.to_owned(), None)?));
         }
         let dir = std::path::absolute(text).with_context(|| format!("invalid folder {text}"))?;
         Ok(Place::Folder(dir))
@@ -264,22 +273,22 @@ impl Settings {
     /// Where the store (the shared tree, in a namespace) is kept.
     pub fn shared_place(&self) -> Place {
         match &self.bucket {
-            Some(bucket) => {
-                Place::Bucket { url: bucket.url.clone(), cache: bucket.cache_dir.clone(), poll: bucket.poll }
-            }
+            Some(bucket) => Place::Bucket(bucket.clone()),
             None => Place::Folder(self.data_dir.clone()),
         }
     }
 }
 
-/// A store in a bucket, and this machine's cache of it.
-#[derive(Debug, Clone)]
+/// A store in a bucket, how to reach it, and this machine's cache of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketStore {
     /// `s3://BUCKET/PREFIX`, without a trailing `/`.
     pub url: String,
     pub cache_dir: PathBuf,
     /// How often `serve` polls for other machines' changes.
     pub poll: std::time::Duration,
+    /// The AWS variables set (`AWS_ENDPOINT_URL`, the keys, the region…).
+    pub aws: std::collections::BTreeMap<String, String>,
 }
 
 impl BucketStore {
@@ -302,10 +311,12 @@ impl BucketStore {
                 .context("no cache folder: pass --cache-dir or set MEMTREE_CACHE_DIR")?,
         };
         let poll = count(None, env::POLL_MS)?.filter(|ms| *ms > 0).unwrap_or(1000);
+        let aws = env::AWS.iter().filter_map(|name| Some(((*name).to_owned(), var(name)?))).collect();
         Ok(BucketStore {
             url: format!("s3://{path}"),
             cache_dir,
             poll: std::time::Duration::from_millis(poll as u64),
+            aws,
         })
     }
 }
@@ -314,22 +325,18 @@ impl BucketStore {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
     Folder(PathBuf),
-    /// In a bucket, with this machine's cache (the index) in `cache`, and
-    /// other machines' changes polled for every `poll`.
-    Bucket {
-        url: String,
-        cache: PathBuf,
-        poll: std::time::Duration,
-    },
+    Bucket(BucketStore),
 }
 
 impl Place {
     fn join(&self, name: &str) -> Place {
         match self {
             Place::Folder(dir) => Place::Folder(dir.join(name)),
-            Place::Bucket { url, cache, poll } => {
-                Place::Bucket { url: format!("{url}/{name}"), cache: cache.join(name), poll: *poll }
-            }
+            Place::Bucket(bucket) => Place::Bucket(BucketStore {
+                url: format!("{}/{name}", bucket.url),
+                cache_dir: bucket.cache_dir.join(name),
+                ..bucket.clone()
+            }),
         }
     }
 }
@@ -338,7 +345,7 @@ impl std::fmt::Display for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Place::Folder(dir) => write!(f, "{}", dir.display()),
-            Place::Bucket { url, .. } => f.write_str(url),
+            Place::Bucket(bucket) => f.write_str(&bucket.url),
         }
     }
 }

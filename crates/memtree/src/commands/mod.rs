@@ -29,7 +29,7 @@ use memtree_history::{CommitTiming, GitHistory};
 use memtree_index::{BpeCounter, Encoder, SqliteIndex};
 use memtree_store::LocalStorage;
 
-use crate::settings::{Place, Settings};
+use crate::settings::{BucketStore, Place, Settings};
 
 /// Opens the store at `place`, creating it on first use, with its search
 /// index (`.memtree/index.sqlite` in a folder, `index.sqlite` in a
@@ -52,10 +52,11 @@ pub fn open_store(
                 .with_read_limit(settings.memory.max_document_bytes as u64);
             (Arc::new(storage), dir.join(".memtree").join("index.sqlite"), Some(dir), None)
         }
-        Place::Bucket { url, cache, .. } => {
+        Place::Bucket(bucket) => {
+            let cache = &bucket.cache_dir;
             std::fs::create_dir_all(cache)
                 .with_context(|| format!("cannot create the cache folder {}", cache.display()))?;
-            let (storage, history) = open_bucket(url, cache).with_context(context)?;
+            let (storage, history) = open_bucket(bucket).with_context(context)?;
             (storage, cache.join("index.sqlite"), None, Some(history))
         }
     };
@@ -90,17 +91,19 @@ pub fn open_store(
 /// conditional writes, with its mirror of the documents and its history
 /// (the index of its change records) kept in `cache`.
 #[cfg(feature = "s3")]
-fn open_bucket(url: &str, cache: &std::path::Path) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
-    let location = memtree_s3::S3Location::parse(url).context("not an S3 URL")??;
-    let bucket = memtree_s3::Bucket::open(location, &memtree_s3::S3Config::from_env())?;
+fn open_bucket(store: &BucketStore) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
+    let location = memtree_s3::S3Location::parse(&store.url).context("not an S3 URL")??;
+    let config = memtree_s3::S3Config::from_vars(|name| store.aws.get(name).cloned());
+    let bucket = memtree_s3::Bucket::open(location, &config)?;
+    let cache = &store.cache_dir;
     let storage = Arc::new(memtree_s3::S3Storage::open(bucket)?.with_mirror(cache.join("mirror.json")));
     let history = memtree_s3::RecordHistory::open(Arc::clone(&storage), cache.join("history.jsonl"));
     Ok((storage, history))
 }
 
 #[cfg(not(feature = "s3"))]
-fn open_bucket(url: &str, _cache: &std::path::Path) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
-    unreachable!("refused by Settings::resolve: {url}")
+fn open_bucket(store: &BucketStore) -> anyhow::Result<(Arc<dyn Storage>, Arc<dyn History>)> {
+    unreachable!("refused by Settings::resolve: {}", store.url)
 }
 
 /// The tree writes go to: the store, or in a namespace its own tree.

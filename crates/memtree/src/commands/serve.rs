@@ -110,7 +110,7 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             };
             match place {
                 Place::Folder(dir) => crate::watch::spawn(dir, Arc::clone(&memory), tell),
-                Place::Bucket { poll, .. } => crate::feed::spawn(Arc::clone(&memory), poll, tell),
+                Place::Bucket(bucket) => crate::feed::spawn(Arc::clone(&memory), bucket.poll, tell),
             }
             match memory.reconcile() {
                 Ok(report) => tracing::info!(?report, "index reconciled"),
