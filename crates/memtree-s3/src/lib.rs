@@ -1,12 +1,12 @@
-//! memtree on S3-compatible object storage (issue 14, first part): where a
-//! store lives in a bucket (`s3://BUCKET/PREFIX`), the client configured
-//! from the standard AWS variables, and the probe that refuses a server
-//! which does not honour conditional writes — memtree's only concurrency
-//! control on a bucket, so such a server would lose writes silently.
+//! memtree on S3-compatible object storage: where a store lives in a
+//! bucket (`s3://BUCKET/PREFIX`), the client configured from the standard
+//! AWS variables, and the probe that refuses a server which does not
+//! honour conditional writes — memtree's only concurrency control on a
+//! bucket, so such a server would lose writes silently.
 //!
 //! `S3Storage` is the `Storage` backend, with the commit point of
-//! docs/S3-DESIGN.md; the read set, the cache and the change feed are to
-//! come.
+//! docs/S3-DESIGN.md and this machine's mirror of the documents;
+//! `RecordHistory` reads the change records as the store's history.
 
 mod history;
 mod location;

@@ -17,7 +17,9 @@
 //! (`If-Match`, or `If-None-Match: *` for a new one), so a slow process
 //! finishing an old change never overwrites a newer one.
 //!
-//! Not yet: the per-machine cache and the change feed.
+//! Reads, stamps and listings come from this machine's [`Mirror`] of the
+//! documents, brought up to the head by each lock (the records since are
+//! replayed; they hold full texts).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
