@@ -19,7 +19,7 @@ from helpers import (
 
 SEED_TOOLS = {"read_document", "update_document", "get_document_tree"}
 TOOLS = SEED_TOOLS | {
-    "edit_document", "move_document", "remember", "lifecycle", "split_document", "search", "recall", "history", "restore",
+    "edit_document", "move_document", "remember", "lifecycle", "split_document", "search", "recall", "history", "restore", "validate",
 }
 
 

@@ -145,6 +145,17 @@ impl ValidationReport {
     pub fn is_healthy(&self) -> bool {
         self.findings.iter().all(|f| f.severity() < Severity::Error)
     }
+
+    /// One line per finding with its severity, then the verdict.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for finding in &self.findings {
+            out.push_str(&format!("{}: {finding}\n", finding.severity()));
+        }
+        let verdict = if self.is_healthy() { "healthy" } else { "unhealthy" };
+        out.push_str(&format!("{} documents, {} findings: {verdict}", self.documents, self.findings.len()));
+        out
+    }
 }
 
 /// One line of the list view.
@@ -157,6 +168,10 @@ pub struct DocumentInfo {
     pub modified_ns: u64,
     pub parent: Option<DocId>,
     pub children: Vec<DocId>,
+    /// The documents it references (standard Markdown links), existing or not.
+    pub references: Vec<DocId>,
+    /// The documents that reference it.
+    pub referenced_by: Vec<DocId>,
 }
 
 /// What [`Memory::reconcile`] found.

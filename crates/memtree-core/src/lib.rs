@@ -23,6 +23,7 @@ pub mod namespace;
 pub mod outline;
 pub mod pack;
 pub mod ranking;
+pub mod references;
 pub mod refusal;
 pub mod remember;
 pub mod secrets;

@@ -15,6 +15,9 @@ pub struct Links {
     pub ids: Vec<DocId>,
     /// Wiki links whose target is not a valid id, as written.
     pub invalid: Vec<InvalidLink>,
+    /// Standard links to Markdown files of the store (references, not
+    /// tree edges), each destination once, as written.
+    pub references: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +30,17 @@ pub struct InvalidLink {
 pub fn parse_links(body: &str) -> Links {
     let mut links = Links::default();
     let mut seen = std::collections::HashSet::new();
+    let mut seen_references = std::collections::HashSet::new();
     for event in Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS) {
-        let Event::Start(Tag::Link { link_type: LinkType::WikiLink { .. }, dest_url, .. }) = event else {
+        let Event::Start(Tag::Link { link_type, dest_url, .. }) = event else {
             continue;
         };
+        if !matches!(link_type, LinkType::WikiLink { .. }) {
+            if crate::references::is_local_markdown(&dest_url) && seen_references.insert(dest_url.clone()) {
+                links.references.push(dest_url.into_string());
+            }
+            continue;
+        }
         match DocId::parse(&dest_url) {
             Ok(id) => {
                 if seen.insert(id.clone()) {

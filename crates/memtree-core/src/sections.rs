@@ -44,6 +44,11 @@ struct Heading {
     end: usize,
 }
 
+/// The text of every heading of `body`, in order.
+pub fn heading_texts(body: &str) -> Vec<String> {
+    headings(body).into_iter().map(|h| h.text).collect()
+}
+
 fn headings(body: &str) -> Vec<Heading> {
     let mut out = Vec::new();
     let mut current: Option<Heading> = None;

@@ -16,6 +16,10 @@ use crate::doc_id::DocId;
 pub struct Tree {
     links: BTreeMap<DocId, Arc<[DocId]>>,
     parents: HashMap<DocId, Vec<DocId>>,
+    /// Each document's references (standard links to other documents,
+    /// not tree edges), resolved, in order; only documents that have some.
+    references: BTreeMap<DocId, Arc<[DocId]>>,
+    referrers: HashMap<DocId, Vec<DocId>>,
 }
 
 /// Something in a store that breaks a tree rule or needs a person's eyes.
@@ -33,6 +37,9 @@ pub enum Finding {
     MissingChild { parent: DocId, child: DocId },
     /// A wiki link whose target is not a valid id.
     InvalidLink { id: DocId, target: String },
+    /// A reference (a standard link to a `.md` file) to no document of
+    /// the store: as written when it names no valid id.
+    BrokenReference { id: DocId, target: String },
     /// Ids that differ only in letter case.
     CaseCollision { ids: Vec<DocId> },
     /// A document that cannot be read or whose front-matter is invalid.
@@ -88,6 +95,7 @@ impl Finding {
             Finding::Recovered { .. } => Severity::Info,
             Finding::MissingChild { .. }
             | Finding::IgnoredFile { .. }
+            | Finding::BrokenReference { .. }
             | Finding::IndexOutOfDate { .. }
             | Finding::Expired { .. }
             | Finding::DeprecatedLinked { .. }
@@ -109,6 +117,9 @@ impl std::fmt::Display for Finding {
                 write!(f, "{parent}: links [[{child}]], which does not exist")
             }
             Finding::InvalidLink { id, target } => write!(f, "{id}: invalid link [[{target}]]"),
+            Finding::BrokenReference { id, target } => {
+                write!(f, "{id}: references {target}, which is not a document of the store")
+            }
             Finding::CaseCollision { ids } => write!(f, "ids differ only in case: {}", join(ids)),
             Finding::Unreadable { id, reason } => write!(f, "{id}: {reason}"),
             Finding::IgnoredFile { path, why } => match why {
@@ -175,7 +186,30 @@ impl Tree {
                 }
             }
         }
-        Tree { links, parents }
+        Tree { links, parents, references: BTreeMap::new(), referrers: HashMap::new() }
+    }
+
+    /// The tree with each document's references (see [`Tree::references`]).
+    pub fn with_references(mut self, references: BTreeMap<DocId, Arc<[DocId]>>) -> Tree {
+        let mut referrers: HashMap<DocId, Vec<DocId>> = HashMap::new();
+        for (from, targets) in &references {
+            for to in targets.iter() {
+                referrers.entry(to.clone()).or_default().push(from.clone());
+            }
+        }
+        self.references = references;
+        self.referrers = referrers;
+        self
+    }
+
+    /// The documents `id` references (existing or not), in order.
+    pub fn references(&self, id: &DocId) -> &[DocId] {
+        self.references.get(id).map_or(&[], |r| r)
+    }
+
+    /// The documents that reference `id`, in id order.
+    pub fn referrers(&self, id: &DocId) -> &[DocId] {
+        self.referrers.get(id).map_or(&[], Vec::as_slice)
     }
 
     pub fn contains(&self, id: &DocId) -> bool {
@@ -307,6 +341,14 @@ impl Tree {
             for child in children.iter().filter(|c| !self.links.contains_key(*c)) {
                 findings.push(Finding::MissingChild { parent: parent.clone(), child: child.clone() });
             }
+        }
+        for (from, targets) in &self.references {
+            findings.extend(
+                targets
+                    .iter()
+                    .filter(|t| !self.links.contains_key(*t))
+                    .map(|t| Finding::BrokenReference { id: from.clone(), target: format!("{t}.md") }),
+            );
         }
         let reachable = self.reachable_from(&root);
         findings.extend(

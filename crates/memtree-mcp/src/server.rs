@@ -38,6 +38,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "recall",
     "history",
     "restore",
+    "validate",
 ];
 
 /// The L0 index as an MCP resource.
@@ -72,7 +73,7 @@ pub struct ReadDocumentArgs {
     pub id: Option<String>,
     /// Only this section (heading text).
     pub section: Option<String>,
-    /// Also answer the version, to pass as a write's base.
+    /// Also return the version (a write's base).
     pub version: Option<bool>,
 }
 
@@ -86,7 +87,7 @@ pub struct EditDocumentArgs {
     pub new: String,
     /// Replace this section's body instead (heading text).
     pub section: Option<String>,
-    /// The version this edit is based on.
+    /// Version read.
     pub base: Option<String>,
 }
 
@@ -97,14 +98,14 @@ pub struct UpdateDocumentArgs {
     pub id: Option<String>,
     /// The whole new Markdown.
     pub content: String,
-    /// The version read; a document changed since is merged by section or refused.
+    /// Version read; if changed since, merged by section or refused.
     pub base: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryArgs {
-    /// Document id; default: every change.
+    /// Default: every change.
     pub id: Option<String>,
     /// Most versions; default 20.
     pub limit: Option<u32>,
@@ -130,13 +131,13 @@ pub struct TreeArgs {
 pub struct RememberArgs {
     /// The fact, one line or a short paragraph.
     pub content: String,
-    /// Target document, made if missing; default: the best match, else a new one.
+    /// Target document (made if missing); default: the best match.
     pub document: Option<String>,
     /// Parent of a new document; default root.
     pub parent: Option<String>,
     /// `##` section; default Notes.
     pub section: Option<String>,
-    /// upsert (default): replace a near-duplicate; append; merge.
+    /// upsert (default), append or merge.
     pub mode: Option<String>,
 }
 
@@ -152,9 +153,9 @@ pub struct LifecycleArgs {
     pub scope: Option<String>,
     /// 0 to 1.
     pub priority: Option<f64>,
-    /// YYYY-MM-DD; expired memory leaves search.
+    /// YYYY-MM-DD.
     pub expires: Option<String>,
-    /// The id of the document that replaces this one.
+    /// Id of its replacement.
     pub superseded_by: Option<String>,
 }
 
@@ -191,7 +192,7 @@ pub struct SearchArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
-    /// The task or question, in your words.
+    /// The task or question.
     pub task: String,
     /// Token budget; default 1200.
     pub budget: Option<u32>,
@@ -295,8 +296,10 @@ impl MemtreeServer {
         .await
     }
 
-    #[tool(description = "Change part of a document: replace the one occurrence of `old` with `new`, \
-                          or the body of `section` with `new`. Same link rules and answer as update_document.")]
+    #[tool(
+        description = "Change part of a document: the one occurrence of `old`, or the body of `section`, \
+                          becomes `new`. Link rules and answer as update_document."
+    )]
     async fn edit_document(
         &self,
         Parameters(args): Parameters<EditDocumentArgs>,
@@ -455,6 +458,11 @@ impl MemtreeServer {
             Ok(t.memory.restore(&t.id, args.version.as_deref())?.report())
         })
         .await
+    }
+
+    #[tool(description = "Check memory's health: broken rules or references, expired or conflicting memory.")]
+    async fn validate(&self) -> Result<CallToolResult, ErrorData> {
+        self.run(|m| Ok(m.own().validate()?.report())).await
     }
 
     #[tool(description = "The document tree as YAML.")]

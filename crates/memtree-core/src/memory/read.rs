@@ -88,8 +88,8 @@ impl Memory {
         Ok(outline::summary(&front_matter::split(&text)))
     }
 
-    /// Every document with its size, last change, parent and children
-    /// (the list view), in id order.
+    /// Every document with its size, last change, parent, children and
+    /// references both ways (the list view), in id order.
     pub fn documents(&self) -> Result<Vec<DocumentInfo>, MemoryError> {
         let _lock = self.lock(LockMode::Shared)?;
         let tree = self.tree_unlocked()?.0;
@@ -100,6 +100,8 @@ impl Memory {
             .map(|(id, stamp)| DocumentInfo {
                 parent: tree.parents(&id).first().cloned(),
                 children: tree.links(&id).iter().filter(|c| tree.contains(c)).cloned().collect(),
+                references: tree.references(&id).to_vec(),
+                referenced_by: tree.referrers(&id).to_vec(),
                 bytes: stamp.len,
                 modified_ns: stamp.modified_ns,
                 id,

@@ -13,6 +13,7 @@ use crate::front_matter;
 use crate::line_ending::LineEnding;
 use crate::links::parse_links;
 use crate::outline;
+use crate::references::{self, Reference};
 use crate::refusal::{PlanConflict, Refusal, Subject};
 use crate::sections;
 use crate::storage::Change;
@@ -68,10 +69,15 @@ impl Memory {
             Some(plan) => self.as_planned(&tops.sections, plan, eol)?,
         };
         let mut puts = vec![(id.clone(), parent_text(split.head, &tops.preamble, &kept, &pieces, eol))];
-        puts.extend(
-            pieces.iter().map(|p| (p.id.clone(), format!("# {}{eol}{eol}{}{eol}", p.title, p.body.trim()))),
-        );
+        puts.extend(pieces.iter().map(|p| {
+            // The section's references were written from the split
+            // document's folder; the child may sit in another.
+            let body = rewrite_from(p.body.trim(), id, &p.id);
+            (p.id.clone(), format!("# {}{eol}{eol}{body}{eol}", p.title))
+        }));
+        let referrers = self.follow_moved_sections(id, &pieces, &mut puts)?;
         let templates = self.check_split(id, &puts, &pieces)?;
+        puts.extend(referrers);
         puts.extend(templates.iter().map(|t| (t.clone(), format!("# {t}\n\n"))));
         let change = Change { puts, deletes: vec![], label: format!("split {id}") };
         let warning = self.apply_change(&change)?;
@@ -141,6 +147,58 @@ impl Memory {
             .collect();
         let kept = sections.iter().filter(|(t, _)| !assigned.contains_key(t.as_str())).cloned().collect();
         Ok((pieces, kept))
+    }
+
+    /// Points the references to a section of `id` that moved into a new
+    /// child at that child instead: in the texts the split puts, and in
+    /// the other documents that reference `id`, whose new texts are
+    /// returned.
+    fn follow_moved_sections(
+        &self,
+        id: &DocId,
+        pieces: &[Piece],
+        puts: &mut [(DocId, String)],
+    ) -> Result<Vec<(DocId, String)>, MemoryError> {
+        let moved: Vec<(&DocId, Vec<String>)> = pieces
+            .iter()
+            .map(|p| {
+                let mut headings = vec![p.title.clone()];
+                headings.extend(sections::heading_texts(&p.body));
+                (&p.id, headings)
+            })
+            .collect();
+        let new_home = |anchor: &str| {
+            moved
+                .iter()
+                .find(|(_, hs)| hs.iter().any(|h| references::anchor_matches(anchor, h)))
+                .map(|(c, _)| *c)
+        };
+        let follow = |from: &DocId, text: &str| {
+            let split = front_matter::split(text);
+            let body = references::rewrite_destinations(split.body, |dest| {
+                let r = references::resolve(from, dest).filter(|r| &r.target == id)?;
+                let child = new_home(r.anchor.as_deref()?)?;
+                Some(references::destination(from, &Reference { target: child.clone(), ..r }))
+            });
+            (body != split.body).then(|| format!("{}{body}", split.head))
+        };
+        for (doc, text) in puts.iter_mut() {
+            if let Some(new) = follow(doc, text) {
+                *text = new;
+            }
+        }
+        let tree = self.tree_unlocked()?.0;
+        let mut others = Vec::new();
+        for referrer in tree.referrers(id) {
+            if puts.iter().any(|(d, _)| d == referrer) {
+                continue;
+            }
+            let Some(text) = self.storage.read(referrer)? else { continue };
+            if let Some(new) = follow(referrer, &text) {
+                others.push((referrer.clone(), new));
+            }
+        }
+        Ok(others)
     }
 
     /// Checks the texts a split of `id` puts: sizes, links per document,
@@ -256,6 +314,16 @@ impl Memory {
             }
         }))
     }
+}
+
+/// `body`, written in document `from`, with its references rewritten to
+/// lead to the same places from document `to`.
+fn rewrite_from(body: &str, from: &DocId, to: &DocId) -> String {
+    references::rewrite_destinations(body, |dest| {
+        let r = references::resolve(from, dest)?;
+        let new = references::destination(to, &r);
+        (new != dest).then_some(new)
+    })
 }
 
 /// The split document's new text: its front-matter and preamble, the

@@ -12,6 +12,7 @@ use crate::date::has_expired;
 use crate::doc_id::DocId;
 use crate::front_matter::{self, FrontMatter, Status};
 use crate::links::{InvalidLink, parse_links};
+use crate::references;
 use crate::storage::{Ignored, Listing, Stamp, StorageError};
 use crate::tree::{Finding, Tree};
 
@@ -36,6 +37,10 @@ struct CachedDoc {
     /// The valid links, shared with the trees built from this entry.
     ids: Arc<[DocId]>,
     invalid: Vec<InvalidLink>,
+    /// The documents its references point at, and the references that
+    /// point at no possible document, as written.
+    references: Arc<[DocId]>,
+    unresolved: Vec<String>,
     problem: Option<String>,
     deprecation: Option<Deprecation>,
     expires: Option<String>,
@@ -61,13 +66,15 @@ impl CachedDoc {
             racy,
             ids: Arc::new([]),
             invalid: Vec::new(),
+            references: Arc::new([]),
+            unresolved: Vec::new(),
             problem: Some(reason),
             deprecation: None,
             expires: None,
         }
     }
 
-    fn parse(text: &str, stamp: Stamp, racy: bool) -> CachedDoc {
+    fn parse(id: &DocId, text: &str, stamp: Stamp, racy: bool) -> CachedDoc {
         let split = front_matter::split(text);
         let parsed = split.yaml.map(FrontMatter::parse).transpose();
         let problem = parsed.as_ref().err().map(ToString::to_string);
@@ -75,11 +82,22 @@ impl CachedDoc {
         let deprecation = (fm.status == Some(Status::Deprecated))
             .then_some(Deprecation { superseded_by: fm.superseded_by });
         let links = parse_links(split.body);
+        let mut references = Vec::new();
+        let mut unresolved = Vec::new();
+        for dest in links.references {
+            match references::resolve(id, &dest) {
+                Some(r) if !references.contains(&r.target) => references.push(r.target),
+                Some(_) => {}
+                None => unresolved.push(dest),
+            }
+        }
         CachedDoc {
             stamp,
             racy,
             ids: links.ids.into(),
             invalid: links.invalid,
+            references: references.into(),
+            unresolved,
             problem,
             deprecation,
             expires: fm.expires,
@@ -107,7 +125,7 @@ impl TreeCache {
                     let doc = match read(id) {
                         Ok(text) => {
                             // Deleted between listing and reading: an empty leaf this time.
-                            CachedDoc::parse(text.as_deref().unwrap_or_default(), *stamp, racy)
+                            CachedDoc::parse(id, text.as_deref().unwrap_or_default(), *stamp, racy)
                         }
                         Err(StorageError::Unreadable { reason, .. }) => {
                             CachedDoc::unreadable(*stamp, racy, reason.to_string())
@@ -116,7 +134,11 @@ impl TreeCache {
                     };
                     // A racy entry read again unchanged changes nothing.
                     changed |= cached.is_none_or(|c| {
-                        c.ids != doc.ids || c.invalid != doc.invalid || c.problem != doc.problem
+                        c.ids != doc.ids
+                            || c.invalid != doc.invalid
+                            || c.problem != doc.problem
+                            || c.references != doc.references
+                            || c.unresolved != doc.unresolved
                     });
                     self.docs.insert(id.clone(), doc);
                 }
@@ -176,6 +198,7 @@ impl TreeCache {
             .map(|(path, why)| Finding::IgnoredFile { path: path.clone(), why: *why })
             .collect();
         let mut links = BTreeMap::new();
+        let mut references = BTreeMap::new();
         for (id, doc) in &self.docs {
             if let Some(reason) = &doc.problem {
                 findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
@@ -183,10 +206,16 @@ impl TreeCache {
             findings.extend(
                 doc.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
             );
+            findings.extend(
+                doc.unresolved.iter().map(|t| Finding::BrokenReference { id: id.clone(), target: t.clone() }),
+            );
             links.insert(id.clone(), Arc::clone(&doc.ids));
+            if !doc.references.is_empty() {
+                references.insert(id.clone(), Arc::clone(&doc.references));
+            }
         }
         findings.sort_by_key(ToString::to_string);
-        (Arc::new(Tree::new(links)), findings)
+        (Arc::new(Tree::new(links).with_references(references)), findings)
     }
 }
 

@@ -62,7 +62,7 @@ fn document(trees: &Namespaced, raw: &str, csrf: &Markup) -> Result<Body, Memory
         @if !fields.is_empty() {
             dl.fields { @for (key, value) in &fields { dt { (key) } dd { (value) } } }
         }
-        article.markdown { (PreEscaped(markdown::to_html(split.body, prefix))) }
+        article.markdown { (PreEscaped(markdown::to_html(split.body, Some(&t.id), prefix))) }
         div.actions {
             a.button href=(href("/edit/", &full)) { "Edit" }
             a.button href=(href("/history/", &full)) { "History" }

@@ -79,6 +79,17 @@ fn draw(tree: &Tree) -> Markup {
                     }
                 }
             }
+            // References (standard links, not tree edges) between drawn
+            // documents, bowed towards the centre so they stand apart
+            // from the straight tree edges.
+            g.references {
+                @for (from, to) in references(tree, &nodes) {
+                    @let ((x1, y1), (x2, y2)) = (at(&nodes[from]), at(&nodes[to]));
+                    path d=(format!("M{} {} Q{} {} {} {}", fmt(x1), fmt(y1), fmt((x1 + x2) / 4.0), fmt((y1 + y2) / 4.0), fmt(x2), fmt(y2))) {
+                        title { (nodes[from].id) " → " (nodes[to].id) }
+                    }
+                }
+            }
             g.nodes font-size=(fmt(12.0 * scale)) {
                 @for n in &nodes {
                     @let (x, y) = at(n);
@@ -93,6 +104,19 @@ fn draw(tree: &Tree) -> Markup {
             }
         }
     }
+}
+
+/// The references between drawn documents, as pairs of node indexes.
+fn references(tree: &Tree, nodes: &[Node<'_>]) -> Vec<(usize, usize)> {
+    let index: std::collections::HashMap<&DocId, usize> =
+        nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+    let mut pairs = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        pairs.extend(
+            tree.references(n.id).iter().filter_map(|r| index.get(r)).filter(|&&j| j != i).map(|&j| (i, j)),
+        );
+    }
+    pairs
 }
 
 /// Coordinates with a tenth of a unit: enough for a screen, and a page of
@@ -178,6 +202,20 @@ mod tests {
         assert!((find("a").angle - 1.5 / 4.0 * TAU).abs() < 1e-9);
         assert!((find("b").angle - 3.5 / 4.0 * TAU).abs() < 1e-9);
         assert_eq!(find("a2").depth, 2);
+    }
+
+    #[test]
+    fn references_between_drawn_documents_are_drawn() {
+        let id = |s: &str| DocId::parse(s).unwrap();
+        let t = tree(&[("root", &["a", "b"]), ("a", &[]), ("b", &[])])
+            .with_references(BTreeMap::from([(id("a"), Arc::from([id("b"), id("gone"), id("a")]))]));
+        let nodes = layout(&t);
+        let drawn: Vec<(&str, &str)> = references(&t, &nodes)
+            .into_iter()
+            .map(|(f, to)| (nodes[f].id.as_str(), nodes[to].id.as_str()))
+            .collect();
+        assert_eq!(drawn, [("a", "b")], "a missing target and a reference to itself are not drawn");
+        assert!(draw(&t).into_string().contains("<g class=\"references\"><path"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub(super) async fn search(
                     li {
                         a.cite href=(doc_href(&id)) { (cite::cite(&hit.id, &hit.heading, hit.shared)) }
                         " " span.meta { (format!("{:.2}", hit.score)) " · " (hit.path.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" › ")) }
-                        div.excerpt { (PreEscaped(markdown::to_html(&hit.excerpt, ""))) }
+                        div.excerpt { (PreEscaped(markdown::to_html(&hit.excerpt, None, ""))) }
                     }
                 }
             }

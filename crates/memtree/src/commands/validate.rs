@@ -24,17 +24,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, Failure> {
             "findings": findings,
         }))?;
     } else {
-        let mut out = String::new();
-        for finding in &report.findings {
-            out.push_str(&format!("{}: {finding}\n", finding.severity()));
-        }
-        let verdict = if report.is_healthy() { "healthy" } else { "unhealthy" };
-        out.push_str(&format!(
-            "{} documents, {} findings: {verdict}",
-            report.documents,
-            report.findings.len()
-        ));
-        super::print(&out)?;
+        super::print(&report.report())?;
     }
     Ok(if report.is_healthy() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
