@@ -275,7 +275,7 @@ def c_head(st, typ):
     return d
 
 
-def claude_stream(g, st, extra_files, allow_task=True, end_time=None):
+def claude_stream(g, st, extra_files, allow_task=True, end_time=None, first_prompt=None):
     """Yields (line, turn_end). Continues the session in `st` forever."""
     r = g.rng
     p = g.p
@@ -283,7 +283,7 @@ def claude_stream(g, st, extra_files, allow_task=True, end_time=None):
     def adv(lo, hi):
         st.t += r.uniform(lo, hi)
         if end_time is not None and st.t > end_time:
-            st.t = end_time - r.uniform(0, 1)
+            st.t = end_time
         return iso(st.t)
 
     def user(content, extra=None, lo=1, hi=4):
@@ -320,15 +320,14 @@ def claude_stream(g, st, extra_files, allow_task=True, end_time=None):
                     {"toolUseResult": tur}, 0.2, 20)
 
     tools = ["Read"] * 6 + ["Bash"] * 6 + ["Edit"] * 4 + ["Grep"] * 2 + ["Write", "Glob", "TodoWrite"]
-    if allow_task:
-        tools.append("Task")
     while True:
         if st.v2 and not st.side:
             nxt = g.uid()
             yield dumps({"type": "file-history-snapshot", "messageId": nxt,
                          "snapshot": {"messageId": nxt, "trackedFileBackups": {}, "timestamp": iso(st.t)},
                          "isSnapshotUpdate": False}), False
-        yield user(g.prompt(), lo=20, hi=600), False
+        yield user(first_prompt or g.prompt(), lo=20, hi=600), False
+        first_prompt = None
         mid, rid = "msg_01" + g.b62(22), "req_011C" + g.b62(20)
         if r.random() < 0.4:
             yield assistant({"type": "thinking", "thinking": p.text(r.randint(100, 2500)),
@@ -336,7 +335,7 @@ def claude_stream(g, st, extra_files, allow_task=True, end_time=None):
         yield assistant({"type": "text", "text": p.text(r.randint(30, 400))}, mid=mid, rid=rid), False
         n_tools = r.choice([0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8, 12])
         for _ in range(n_tools):
-            tool = r.choice(tools)
+            tool = "Task" if allow_task and r.random() < 0.006 else r.choice(tools)
             tid = "toolu_01" + g.b62(22)
             path = st.cwd + "/" + r.choice(FILES)
             if tool == "Read":
@@ -395,7 +394,8 @@ def claude_stream(g, st, extra_files, allow_task=True, end_time=None):
                 sub = ClaudeState(st.cwd, st.sid, st.version, st.branch, st.t, agent_id if st.v2 else None, True, None)
                 sub.model = CLAUDE_MODELS[2]
                 sub_lines = []
-                sub_stream = claude_stream(g, sub, extra_files, allow_task=False, end_time=end_time)
+                sub_stream = claude_stream(g, sub, extra_files, allow_task=False, end_time=end_time,
+                                           first_prompt=prompt)
                 for line, end in sub_stream:
                     sub_lines.append(line)
                     if end and len(sub_lines) > 4:
@@ -463,7 +463,7 @@ def codex_stream(g, st, end_time=None):
     def line(typ, payload, lo=0.01, hi=2.0):
         st.t += r.uniform(lo, hi)
         if end_time is not None and st.t > end_time:
-            st.t = end_time - r.uniform(0, 1)
+            st.t = end_time
         if st.legacy:
             return dumps(payload) if typ == "response_item" else None
         return dumps({"timestamp": iso(st.t), "type": typ, "payload": payload})
@@ -631,7 +631,7 @@ def generate(out, mb, seed, now):
                 target = left
             proj = PROJECTS[min(len(PROJECTS) - 1, int(rng.paretovariate(1.2)) - 1) if rng.random() < 0.5
                             else rng.randrange(len(PROJECTS))]
-            start = now - rng.uniform(3 * 3600, 60 * DAY)
+            start = now - rng.uniform(DAY, 60 * DAY)  # sessions last hours at most, so they end before --now
             if kind == "claude":
                 files = gen_claude_session(g, proj, start, target, os.path.join(root, claude_folder(proj[0])))
             else:
@@ -676,7 +676,7 @@ def append(out, n, seed, now):
             ctx = next((rec for rec in last_json(data) if rec.get("sessionId") and rec.get("cwd")), None)
             if ctx is None:
                 continue
-            last_t = max((parse_iso(rec["timestamp"]) for rec in last_json(data) if "timestamp" in rec), default=now)
+            last_t = next((parse_iso(rec["timestamp"]) for rec in last_json(data) if "timestamp" in rec), now)
             last_uuid = next((rec["uuid"] for rec in last_json(data) if rec.get("uuid")), None)
             st = ClaudeState(ctx["cwd"], ctx["sessionId"], ctx.get("version", "2.0.50"), ctx.get("gitBranch", ""),
                              last_t + rng.uniform(60, 3600), ctx.get("agentId"), bool(ctx.get("isSidechain")), last_uuid)
@@ -686,7 +686,10 @@ def append(out, n, seed, now):
                 if len(lines) >= n:
                     break
         else:
-            first = json.loads(data.split(b"\n", 1)[0])
+            try:
+                first = json.loads(data.split(b"\n", 1)[0])
+            except ValueError:
+                continue
             legacy = "payload" not in first
             cwd = first.get("payload", {}).get("cwd") or "/home/dev/src/unknown"
             if legacy:
@@ -694,7 +697,7 @@ def append(out, n, seed, now):
                 a = head.find("<cwd>")
                 if a >= 0:
                     cwd = head[a + 5:head.find("</cwd>", a)]
-            last_t = max((parse_iso(rec["timestamp"]) for rec in last_json(data) if "timestamp" in rec), default=now)
+            last_t = next((parse_iso(rec["timestamp"]) for rec in last_json(data) if "timestamp" in rec), now)
             st = CodexState(cwd, last_t + rng.uniform(60, 3600), CODEX_MODELS[1], legacy)
             for line, _ in codex_stream(g, st):
                 if line:

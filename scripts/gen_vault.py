@@ -151,9 +151,11 @@ class Vault:
         self.tasks_done = 0
         self.callouts = 0
         self.tables = 0
-        self.probes = {}  # phrase -> note path
+        self._by_name = None  # lower-case name -> notes, built on first resolve()
+        self._by_path = None  # lower-case path without .md -> path
 
     def add_note(self, path, kind):
+        assert self._by_name is None, "notes are all planned before the first link"
         path = nfc(path)
         assert path not in self.notes, path
         note = Note(path, kind)
@@ -169,18 +171,22 @@ class Vault:
         low = t.lower()
         if low.endswith(".md"):
             low = low[:-3]
+        if self._by_name is None:
+            self._by_name, self._by_path = {}, {}
+            for n in self.notes.values():
+                self._by_name.setdefault(n.name.lower(), []).append(n)
+                self._by_path[n.path[:-3].lower()] = n.path
         if "/" in low:
             for p in self.attachments:
                 if p.lower() == low:
                     return "attachment", p
-            for p in self.notes:
-                if p[:-3].lower() == low:
-                    return "note", p
+            if low in self._by_path:
+                return "note", self._by_path[low]
             return None, None
         for p in self.attachments:
             if posixpath.basename(p).lower() == low:
                 return "attachment", p
-        cands = [n for n in self.notes.values() if n.name.lower() == low]
+        cands = list(self._by_name.get(low, []))
         if not cands:
             return None, None
         if len(cands) == 1:
@@ -194,7 +200,8 @@ class Vault:
     def expressible(self, src, tgt):
         """Whether some wikilink from src reaches tgt (a root note with a shared name
         has no path form, so it is reachable only from the root folder)."""
-        shared = sum(1 for n in self.notes.values() if n.name.lower() == tgt.name.lower()) > 1
+        self.resolve(src, tgt.name)  # builds the name index
+        shared = len(self._by_name[tgt.name.lower()]) > 1
         return "/" in tgt.path or not shared or src.folder == ""
 
     # -- link writers: each returns Markdown text and records what it meant ---
@@ -213,7 +220,8 @@ class Vault:
             text = tgt.path[:-3]
         # A bare name shared by several notes is written only from the target's own
         # folder, where every reading of Obsidian's rules agrees on the target.
-        shared = sum(1 for n in self.notes.values() if n.name.lower() == tgt.name.lower()) > 1
+        self.resolve(src, tgt.name)  # builds the name index
+        shared = len(self._by_name[tgt.name.lower()]) > 1
         kind, got = self.resolve(src, text)
         if (kind, got) != ("note", tgt.path) or ("/" not in text and shared and tgt.folder != src.folder):
             text = tgt.path[:-3]
@@ -427,7 +435,7 @@ def plan_notes(v, total):
         ("Daily/🚀 Launch Checklist.md", "plain"),
         ("Projects/Q3 plan (draft).md", "plain"),
         ("Resources/a.b.c.md", "plain"),
-        ("Resources/a-b-c.md", "plain"),
+        ("Resources/a_b_c.md", "plain"),
         ("Archive/Empty Note.md", "empty"),
         ("Areas/Finance/Budget Properties.md", "fm-only"),
         ("Archive/2022/Conference Compendium.md", "large"),
@@ -453,7 +461,12 @@ def plan_notes(v, total):
     while len(v.notes) < total:
         name = rng.choice(ADJECTIVES) + " " + rng.choice(NOUNS)
         if name.lower() in used:
-            continue
+            if len(used) < len(ADJECTIVES) * len(NOUNS) // 2:
+                continue
+            k = 2
+            while ("%s %d" % (name, k)).lower() in used:
+                k += 1
+            name = "%s %d" % (name, k)  # large vaults: "Async Caching 2", ...
         used.add(name.lower())
         v.add_note(rng.choice(folders) + "/" + name + ".md", "topic")
     # Headings and block ids first, so that links can point at them.
@@ -637,7 +650,7 @@ def special_bodies(v, popular):
         "---\ntags:\n  - index\n---\n# Resources index\n\n"
         "- " + L(ridx, g("Resources/Café Ideas.md")) + "\n"
         "- " + L(ridx, g("Resources/a.b.c.md")) + "\n"
-        "- " + L(ridx, g("Resources/a-b-c.md")) + "\n"
+        "- " + L(ridx, g("Resources/a_b_c.md")) + "\n"
         "- " + L(ridx, res, form="path") + "\n"
         "- " + v.md_link(ridx, g("Resources/Café Ideas.md"), label="café (markdown link)") + "\n"
         + hub_list(ridx, 6) + "\n"
@@ -698,9 +711,9 @@ def special_bodies(v, popular):
         + v.md_link(auth, g("Projects/Roadmap.md"), label="roadmap") + ".\n"
     )
     auth.block_ids = ["authflow1"]
+    v.code_fake(0, 1)  # the Markdown link inside the code span below
     other.text = (
         "# Other Note\n\n## Overview\n\nLinked as `[text](Other%20Note.md)` from its neighbour: "
-        + ("" if v.code_fake(0, 1) else "")
         + v.md_link(other, auth, label="auth") + " ↔ " + L(other, auth, block="authflow1") + ".\n"
     )
     other.headings = ["Overview"]
@@ -757,10 +770,10 @@ def special_bodies(v, popular):
     q3.headings = ["Goals", "Dots"]
     abc = g("Resources/a.b.c.md")
     abc.text = ("# a.b.c\n\nDots in the file name (not an extension). "
-                + L(abc, g("Resources/a-b-c.md")) + " differs only in punctuation.\n")
+                + L(abc, g("Resources/a_b_c.md")) + " differs only in punctuation.\n")
     abc.headings = []
-    abc2 = g("Resources/a-b-c.md")
-    abc2.text = "# a-b-c\n\nHyphens; many slug functions map this and a.b.c to one id. " + L(abc2, abc) + "\n"
+    abc2 = g("Resources/a_b_c.md")
+    abc2.text = "# a_b_c\n\nUnderscores; a slug that turns dots into `_` maps this and a.b.c to one id. " + L(abc2, abc) + "\n"
     abc2.headings = []
     g("Archive/Empty Note.md").text = ""
     g("Archive/Empty Note.md").headings = []
@@ -780,7 +793,7 @@ def special_bodies(v, popular):
     i = 0
     while sum(len(p.encode()) for p in parts) < 40000:
         i += 1
-        h = "Talk %02d: %s %s" % (i, rng.choice(ADJECTIVES), rng.choice(NOUNS))
+        h = "Talk %02d - %s %s" % (i, rng.choice(ADJECTIVES), rng.choice(NOUNS))
         big.headings.append(h)
         body = "\n\n".join(paragraph(rng, 4, 6) for _ in range(3))
         if i % 6 == 0:
@@ -949,8 +962,7 @@ def manifest(v, seed, total):
     by_name = {}
     for n in notes.values():
         by_name.setdefault(n.name.lower(), []).append(n.path)
-    collisions = [{"name": notes[ps[0]].name if len({notes[p].name for p in ps}) == 1 else
-                   sorted({notes[p].name for p in ps}), "paths": sorted(ps),
+    collisions = [{"names": sorted({notes[p].name for p in ps}), "paths": sorted(ps),
                    "differ_in_case": len({notes[p].name for p in ps}) > 1}
                   for _, ps in sorted(by_name.items()) if len(ps) > 1]
     ambiguous = [{"source": ln["src"], "link": ln["raw"], "resolves_to": ln["target"]}

@@ -57,6 +57,9 @@ pub enum MemoryError {
     /// A write based on an older version changed sections that changed since.
     #[error("conflict")]
     Conflict { sections: Vec<String> },
+    /// One document of a change of many (an import) was refused.
+    #[error("in {id}: {error}")]
+    InDocument { id: DocId, error: Box<MemoryError> },
 }
 
 /// Why a link to an existing document breaks the tree.
@@ -95,11 +98,15 @@ impl MemoryError {
             MemoryError::History(_) | MemoryError::NoHistory => "history",
             MemoryError::InvalidArgument { argument, .. } => argument,
             MemoryError::Conflict { .. } => "version",
+            MemoryError::InDocument { error, .. } => error.argument_as(name),
         }
     }
 
     /// The optional second line.
     pub fn detail(&self) -> Option<String> {
+        if let MemoryError::InDocument { error, .. } = self {
+            return error.detail();
+        }
         if let MemoryError::Conflict { sections } = self {
             return Some(if sections.is_empty() {
                 "the document changed since that version, which is not in history; read it again".to_owned()

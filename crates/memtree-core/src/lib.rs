@@ -47,7 +47,9 @@ pub use index::{
     DocumentSignals, EmbeddingProgress, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match,
     Matched, QueryTerm, SearchIndex, SearchRequest, Signals, TokenCounter, Usage, content_hash,
 };
-pub use memory::{Clock, Copied, Edit, FactPlace, Lifecycle, Memory, MemorySettings, SplitPolicy};
+pub use memory::{
+    Clock, Copied, Edit, FactPlace, Import, Imported, Lifecycle, Memory, MemorySettings, SplitPolicy,
+};
 pub use namespace::{Namespaced, Target};
 pub use pack::Pack;
 pub use refusal::{PlanConflict, Refusal, Subject};

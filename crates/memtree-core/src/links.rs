@@ -32,10 +32,20 @@ pub fn parse_links(body: &str) -> Links {
     let mut seen = std::collections::HashSet::new();
     let mut seen_references = std::collections::HashSet::new();
     for event in Parser::new_ext(&line_ending::for_parser(body), Options::ENABLE_WIKILINKS) {
-        let Event::Start(Tag::Link { link_type, dest_url, .. }) = event else {
-            continue;
+        // An image of a Markdown file is an embed: a reference too. An
+        // Obsidian embed `![[x]]` is not a tree edge.
+        let (wiki, dest_url) = match event {
+            Event::Start(Tag::Link { link_type, dest_url, .. }) => {
+                (matches!(link_type, LinkType::WikiLink { .. }), dest_url)
+            }
+            Event::Start(Tag::Image { link_type, dest_url, .. })
+                if !matches!(link_type, LinkType::WikiLink { .. }) =>
+            {
+                (false, dest_url)
+            }
+            _ => continue,
         };
-        if !matches!(link_type, LinkType::WikiLink { .. }) {
+        if !wiki {
             if crate::references::is_local_markdown(&dest_url) && seen_references.insert(dest_url.clone()) {
                 links.references.push(dest_url.into_string());
             }

@@ -22,143 +22,13 @@ pub struct Reference {
     pub anchor: Option<String>,
 }
 
-/// Whether a link destination points at a Markdown file of this store:
-/// no scheme, not only an anchor, and a path ending in `.md`.
-pub fn is_local_markdown(dest: &str) -> bool {
-    let path = dest.split(['#', '?']).next().unwrap_or_default();
-    !has_scheme(dest) && !path.is_empty() && decode(path).to_ascii_lowercase().ends_with(".md")
-}
-
-/// What `dest`, written in document `from`, points at; `None` when it
-/// leaves the store or names no valid id.
-pub fn resolve(from: &DocId, dest: &str) -> Option<Reference> {
-    let (path, anchor) = match dest.split_once('#') {
-        Some((p, a)) => (p, Some(decode(a).into_owned()).filter(|a| !a.is_empty())),
-        None => (dest, None),
-    };
-    let path = path.split('?').next().unwrap_or_default();
-    let path = decode(path);
-    let stem = path.strip_suffix(".md").or_else(|| path.strip_suffix(".MD"))?;
-    let mut segments: Vec<&str> = if stem.starts_with('/') {
-        Vec::new()
-    } else {
-        let mut folder: Vec<&str> = from.segments().collect();
-        folder.pop();
-        folder
-    };
-    for part in stem.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                segments.pop()?;
-            }
-            part => segments.push(part),
-        }
-    }
-    let target = DocId::parse(&segments.join("/")).ok()?;
-    Some(Reference { target, anchor })
-}
-
-/// The path to write in document `from` to reference `to`.
-pub fn relative_path(from: &DocId, to: &DocId) -> String {
-    let mut folder: Vec<&str> = from.segments().collect();
-    folder.pop();
-    let target: Vec<&str> = to.segments().collect();
-    let (file, target_folder) = target.split_last().expect("an id has a segment");
-    let common = folder.iter().zip(target_folder).take_while(|(a, b)| a == b).count();
-    let mut parts: Vec<&str> = vec![".."; folder.len() - common];
-    parts.extend(&target_folder[common..]);
-    parts.push(file);
-    format!("{}.md", parts.join("/"))
-}
-
-/// Every local Markdown link of `body` (outside code), each with the byte
-/// range of its destination as written, in order.
-pub fn destinations(body: &str) -> Vec<(String, std::ops::Range<usize>)> {
-    let parsed = line_ending::for_parser(body);
-    let mut found = Vec::new();
-    for (event, range) in Parser::new_ext(&parsed, Options::ENABLE_WIKILINKS).into_offset_iter() {
-        let Event::Start(Tag::Link { link_type: LinkType::Inline, dest_url, .. }) = event else {
-            continue;
-        };
-        if !is_local_markdown(&dest_url) {
-            continue;
-        }
-        // The destination follows the label's `](`, optionally in `<…>`.
-        let written = &body[range.clone()];
-        let Some(open) = written.rfind("](") else { continue };
-        let after = open + 2;
-        let rest = &written[after..];
-        let skip = rest.len() - rest.trim_start().len() + usize::from(rest.trim_start().starts_with('<'));
-        let start = range.start + after + skip;
-        if body[start..].starts_with(dest_url.as_ref()) {
-            let end = start + dest_url.len();
-            found.push((dest_url.into_string(), start..end));
-        }
-    }
-    found
-}
-
-/// `body` with each local link destination replaced by what `rewrite`
-/// answers for it (`None` keeps it). Every other byte stays.
-pub fn rewrite_destinations(body: &str, mut rewrite: impl FnMut(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(body.len());
-    let mut cursor = 0;
-    for (dest, range) in destinations(body) {
-        if let Some(new) = rewrite(&dest) {
-            out.push_str(&body[cursor..range.start]);
-            out.push_str(&new);
-            cursor = range.end;
-        }
-    }
-    out.push_str(&body[cursor..]);
-    out
-}
-
-/// The destination to write for `reference` from document `from`.
-pub fn destination(from: &DocId, reference: &Reference) -> String {
-    let path = relative_path(from, &reference.target);
-    match &reference.anchor {
-        Some(anchor) => format!("{path}#{}", encode_anchor(anchor)),
-        None => path,
-    }
-}
-
-/// An anchor as a link destination carries it: spaces and the characters
-/// that would end or break the destination percent-encoded.
-fn encode_anchor(anchor: &str) -> String {
-    let mut out = String::with_capacity(anchor.len());
-    for c in anchor.chars() {
-        match c {
-            ' ' => out.push_str("%20"),
-            '(' | ')' | '<' | '>' | '%' | '#' | '\\' => out.push_str(&format!("%{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Whether `anchor` points at `heading`: its text (letter case aside), or
-/// the slug GitHub and most viewers make of it (`Open questions` →
-/// `open-questions`).
-pub fn anchor_matches(anchor: &str, heading: &str) -> bool {
-    let slug: String = heading
-        .trim()
-        .chars()
-        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
-        .map(|c| if c == ' ' { '-' } else { c })
-        .flat_map(char::to_lowercase)
-        .collect();
-    anchor.trim().eq_ignore_ascii_case(heading.trim()) || anchor.to_lowercase() == slug
-}
-
-fn has_scheme(dest: &str) -> bool {
-    let Some((scheme, _)) = dest.split_once(':') else { return false };
-    scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+/// Whether a link destination is a path (no scheme, not only an anchor).
+pub fn is_local(dest: &str) -> bool {
+    !has_scheme(dest) && !dest.starts_with('#') && !dest.is_empty() && !dest.starts_with("//")
 }
 
 /// Percent-decoding, leaving anything that does not decode to UTF-8 as is.
-fn decode(s: &str) -> Cow<'_, str> {
+pub fn decode(s: &str) -> Cow<'_, str> {
     if !s.contains('%') {
         return Cow::Borrowed(s);
     }
@@ -179,6 +49,171 @@ fn decode(s: &str) -> Cow<'_, str> {
         }
     }
     String::from_utf8(out).map_or(Cow::Borrowed(s), Cow::Owned)
+}
+
+/// A path as a link destination carries it: spaces, brackets and the
+/// characters that would end or break the destination percent-encoded.
+pub fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            ' ' | '(' | ')' | '<' | '>' | '%' | '#' | '?' | '\\' | '[' | ']' | '"' => {
+                out.push_str(&format!("%{:02X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a link destination points at a Markdown file of this store:
+/// no scheme, not only an anchor, and a path ending in `.md`.
+pub fn is_local_markdown(dest: &str) -> bool {
+    let path = dest.split(['#', '?']).next().unwrap_or_default();
+    !has_scheme(dest) && !path.is_empty() && decode(path).to_ascii_lowercase().ends_with(".md")
+}
+
+/// What `dest`, written in document `from`, points at; `None` when it
+/// leaves the store or names no valid id.
+pub fn resolve(from: &DocId, dest: &str) -> Option<Reference> {
+    let (path, anchor) = match dest.split_once('#') {
+        Some((p, a)) => (p, Some(decode(a).into_owned()).filter(|a| !a.is_empty())),
+        None => (dest, None),
+    };
+    let path = path.split('?').next().unwrap_or_default();
+    let path = decode(path);
+    let stem = path.strip_suffix(".md").or_else(|| path.strip_suffix(".MD"))?;
+    let folder = from.as_str().rsplit_once('/').map_or("", |(f, _)| f);
+    let target = DocId::parse(&join_path(folder, stem)?).ok()?;
+    Some(Reference { target, anchor })
+}
+
+/// The path to write in document `from` to reference `to`.
+pub fn relative_path(from: &DocId, to: &DocId) -> String {
+    relative_to(from, &format!("{to}.md"))
+}
+
+/// The path to write in document `from` to reach the file at `path`
+/// (`/`-separated, from the store's folder).
+pub fn relative_to(from: &DocId, path: &str) -> String {
+    let mut folder: Vec<&str> = from.segments().collect();
+    folder.pop();
+    let target: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let Some((file, target_folder)) = target.split_last() else { return String::new() };
+    let common = folder.iter().zip(target_folder).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<&str> = vec![".."; folder.len() - common];
+    parts.extend(&target_folder[common..]);
+    parts.push(file);
+    parts.join("/")
+}
+
+/// `path` (`/`-separated) taken from `folder`: `.` and `..` resolved, a
+/// leading `/` from the top; `None` when it climbs above the top.
+pub fn join_path(folder: &str, path: &str) -> Option<String> {
+    let mut segments: Vec<&str> = if path.starts_with('/') {
+        Vec::new()
+    } else {
+        folder.split('/').filter(|s| !s.is_empty()).collect()
+    };
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                segments.pop()?;
+            }
+            part => segments.push(part),
+        }
+    }
+    Some(segments.join("/"))
+}
+
+/// Every local Markdown link of `body` (outside code), each with the byte
+/// range of its destination as written, in order.
+pub fn destinations(body: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    destinations_where(body, is_local_markdown)
+}
+
+/// The destinations of `body`'s inline links and images (outside code)
+/// that `keep` accepts, each with its byte range as written, in order.
+pub fn destinations_where(body: &str, keep: impl Fn(&str) -> bool) -> Vec<(String, std::ops::Range<usize>)> {
+    let parsed = line_ending::for_parser(body);
+    let mut found = Vec::new();
+    for (event, range) in Parser::new_ext(&parsed, Options::ENABLE_WIKILINKS).into_offset_iter() {
+        let (Event::Start(Tag::Link { link_type: LinkType::Inline, dest_url, .. })
+        | Event::Start(Tag::Image { link_type: LinkType::Inline, dest_url, .. })) = event
+        else {
+            continue;
+        };
+        if !keep(&dest_url) {
+            continue;
+        }
+        // The destination follows the label's `](`, optionally in `<…>`.
+        let written = &body[range.clone()];
+        let Some(open) = written.rfind("](") else { continue };
+        let after = open + 2;
+        let rest = &written[after..];
+        let skip = rest.len() - rest.trim_start().len() + usize::from(rest.trim_start().starts_with('<'));
+        let start = range.start + after + skip;
+        if body[start..].starts_with(dest_url.as_ref()) {
+            let end = start + dest_url.len();
+            found.push((dest_url.into_string(), start..end));
+        }
+    }
+    found
+}
+
+/// `body` with each local link destination replaced by what `rewrite`
+/// answers for it (`None` keeps it). Every other byte stays.
+pub fn rewrite_destinations(body: &str, rewrite: impl FnMut(&str) -> Option<String>) -> String {
+    rewrite_found(body, destinations(body), rewrite)
+}
+
+/// `body` with each of `found` (from [`destinations_where`]) replaced by
+/// what `rewrite` answers for it (`None` keeps it).
+pub fn rewrite_found(
+    body: &str,
+    found: Vec<(String, std::ops::Range<usize>)>,
+    mut rewrite: impl FnMut(&str) -> Option<String>,
+) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut cursor = 0;
+    for (dest, range) in found {
+        if let Some(new) = rewrite(&dest) {
+            out.push_str(&body[cursor..range.start]);
+            out.push_str(&new);
+            cursor = range.end;
+        }
+    }
+    out.push_str(&body[cursor..]);
+    out
+}
+
+/// The destination to write for `reference` from document `from`.
+pub fn destination(from: &DocId, reference: &Reference) -> String {
+    let path = relative_path(from, &reference.target);
+    match &reference.anchor {
+        Some(anchor) => format!("{path}#{}", encode_path(anchor)),
+        None => path,
+    }
+}
+
+/// Whether `anchor` points at `heading`: its text (letter case aside), or
+/// the slug GitHub and most viewers make of it (`Open questions` →
+/// `open-questions`).
+pub fn anchor_matches(anchor: &str, heading: &str) -> bool {
+    let slug: String = heading
+        .trim()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .flat_map(char::to_lowercase)
+        .collect();
+    anchor.trim().eq_ignore_ascii_case(heading.trim()) || anchor.to_lowercase() == slug
+}
+
+fn has_scheme(dest: &str) -> bool {
+    let Some((scheme, _)) = dest.split_once(':') else { return false };
+    scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
 }
 
 #[cfg(test)]

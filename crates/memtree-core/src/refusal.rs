@@ -129,6 +129,10 @@ pub enum Refusal {
     LinkedElsewhereNow { child: DocId, link: DocId, version: String },
     #[error("its parent {parent} is gone too; restore {parent} first")]
     ParentGone { parent: DocId },
+    #[error("{id} already exists")]
+    AlreadyExists { id: DocId },
+    #[error("{id} would be in no place of the tree: nothing imported links it, or it is in a cycle")]
+    NotInTree { id: DocId },
 }
 
 impl Refusal {
@@ -146,7 +150,9 @@ impl Refusal {
             | Refusal::LinkTangled { .. }
             | Refusal::NoSections { .. }
             | Refusal::NoRoomForId { .. }
-            | Refusal::ParentGone { .. } => Subject::Id,
+            | Refusal::ParentGone { .. }
+            | Refusal::AlreadyExists { .. }
+            | Refusal::NotInTree { .. } => Subject::Id,
             Refusal::WouldCycle { .. } => Subject::NewParent,
             Refusal::Plan(_) => Subject::Plan,
             Refusal::BudgetOutOfRange { .. } => Subject::Budget,

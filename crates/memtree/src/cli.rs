@@ -60,6 +60,10 @@ enum Command {
     Status,
     /// Copy a store into a new one, with its history: a folder to s3://BUCKET/PREFIX, or back
     Copy(commands::copy::Args),
+    /// Bring in a folder of notes: Markdown, an Obsidian vault, the seeds' stores (a report says what became what)
+    Import(commands::import::Args),
+    /// Write the store out: a folder of files, an Obsidian vault, or JSON
+    Export(commands::export::Args),
 }
 
 /// How a command failed, which decides the exit code.
@@ -120,6 +124,8 @@ pub fn main() -> ExitCode {
             Command::Validate => commands::validate::run(&settings),
             Command::Status => commands::status::run(&settings),
             Command::Copy(args) => commands::copy::run(&settings, args),
+            Command::Import(args) => commands::import::run(&settings, args),
+            Command::Export(args) => commands::export::run(&settings, args),
         });
     match outcome {
         Ok(code) => code,

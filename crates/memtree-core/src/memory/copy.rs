@@ -49,8 +49,8 @@ impl Memory {
                 }
             }
         }
-        let now = documents(from)?;
-        let here = documents(self)?;
+        let now = from.texts()?;
+        let here = self.texts()?;
         let change = Change {
             puts: now
                 .iter()
@@ -67,12 +67,14 @@ impl Memory {
     }
 }
 
-/// Every document of `memory` and its text.
-fn documents(memory: &Memory) -> Result<BTreeMap<DocId, String>, MemoryError> {
-    let mut docs = BTreeMap::new();
-    for (id, _) in memory.storage.list()?.docs {
-        let text = memory.read_existing(&id)?;
-        docs.insert(id, text);
+impl Memory {
+    /// Every document and its text, in id order.
+    pub fn texts(&self) -> Result<BTreeMap<DocId, String>, MemoryError> {
+        let mut docs = BTreeMap::new();
+        for (id, _) in self.storage.list()?.docs {
+            let text = self.read_existing(&id)?;
+            docs.insert(id, text);
+        }
+        Ok(docs)
     }
-    Ok(docs)
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 mod copy;
 mod edit;
 mod health;
+mod import;
 mod index_sync;
 mod lifecycle;
 mod move_document;
@@ -31,6 +32,7 @@ mod versions;
 
 pub use copy::Copied;
 pub use edit::Edit;
+pub use import::{Import, Imported};
 pub use lifecycle::Lifecycle;
 pub use remember::FactPlace;
 pub(crate) use search::{PACK_CANDIDATES, check_pack_request, relative};

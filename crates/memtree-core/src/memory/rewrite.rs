@@ -9,7 +9,7 @@ use crate::answer::UpdateOutcome;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter::{self, FrontMatter};
-use crate::links::parse_links;
+use crate::links::{Links, parse_links};
 use crate::merge;
 use crate::refusal::Subject;
 use crate::secrets;
@@ -57,27 +57,7 @@ impl Memory {
         restored: &HashMap<DocId, String>,
         label: &str,
     ) -> Result<(Change, UpdateOutcome), MemoryError> {
-        let limit = self.settings.max_document_bytes;
-        if text.len() > limit {
-            return Err(MemoryError::TooLarge { len: text.len(), limit });
-        }
-        if !self.settings.allow_secrets
-            && let Some(kind) = secrets::added(old_text, &text)
-        {
-            return Err(MemoryError::Secret { kind });
-        }
-        let new = front_matter::split(&text);
-        if let Some(yaml) = new.yaml {
-            FrontMatter::parse(yaml)?;
-        }
-        let new_links = parse_links(new.body);
-        if let Some(bad) = new_links.invalid.first() {
-            return Err(MemoryError::InvalidLink { target: bad.target.clone(), error: bad.error.clone() });
-        }
-        let links_limit = self.settings.max_links;
-        if new_links.ids.len() > links_limit {
-            return Err(MemoryError::TooManyLinks { links: new_links.ids.len(), limit: links_limit });
-        }
+        let new_links = self.check_text(old_text, &text)?;
         let old = front_matter::split(old_text);
         let old_links = parse_links(old.body).ids;
         // Sets, so that a document with many thousands of links stays linear.
@@ -123,6 +103,34 @@ impl Memory {
         puts.extend(below);
         let change = Change { puts, deletes: deleted.clone(), label: label.to_owned() };
         Ok((change, UpdateOutcome { created, deleted, ..UpdateOutcome::default() }))
+    }
+
+    /// Checks a document's new text on its own (size, secrets it adds to
+    /// `old_text`, front-matter, link syntax and count) and answers its
+    /// links.
+    pub(super) fn check_text(&self, old_text: &str, text: &str) -> Result<Links, MemoryError> {
+        let limit = self.settings.max_document_bytes;
+        if text.len() > limit {
+            return Err(MemoryError::TooLarge { len: text.len(), limit });
+        }
+        if !self.settings.allow_secrets
+            && let Some(kind) = secrets::added(old_text, text)
+        {
+            return Err(MemoryError::Secret { kind });
+        }
+        let new = front_matter::split(text);
+        if let Some(yaml) = new.yaml {
+            FrontMatter::parse(yaml)?;
+        }
+        let links = parse_links(new.body);
+        if let Some(bad) = links.invalid.first() {
+            return Err(MemoryError::InvalidLink { target: bad.target.clone(), error: bad.error.clone() });
+        }
+        let limit = self.settings.max_links;
+        if links.ids.len() > limit {
+            return Err(MemoryError::TooManyLinks { links: links.ids.len(), limit });
+        }
+        Ok(links)
     }
 
     /// `make` applied to the stored text, or, for a write based on an older

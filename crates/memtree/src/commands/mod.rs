@@ -2,7 +2,9 @@
 
 pub mod copy;
 pub mod edit;
+pub mod export;
 pub mod history;
+pub mod import;
 pub mod index;
 pub mod lifecycle;
 pub mod ls;
