@@ -33,6 +33,42 @@ static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// What else looks like a secret in text memtree only shows (transcripts),
+/// where masking too much costs little: whole key blocks, older API key
+/// formats, and the values of `password=`, `token:`, `Bearer …`.
+const MASKED_TOO: &[(&str, &str)] = &[
+    (
+        "private key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+    ),
+    ("API key", r"\bsk-[A-Za-z0-9_\-]{32,}"),
+    ("bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*"),
+    (
+        "password",
+        r#"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\b["']?\s*[:=]\s*["']?[^\s"'&;,]{6,}"#,
+    ),
+];
+
+static MASKS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    MASKED_TOO
+        .iter()
+        .chain(PATTERNS)
+        .map(|(kind, pattern)| (*kind, Regex::new(pattern).expect("mask patterns compile")))
+        .collect()
+});
+
+/// `text` with everything that looks like a secret replaced by
+/// `[masked <kind>]`.
+pub fn mask(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = std::borrow::Cow::Borrowed(text);
+    for (kind, regex) in MASKS.iter() {
+        if regex.is_match(&out) {
+            out = std::borrow::Cow::Owned(regex.replace_all(&out, format!("[masked {kind}]")).into_owned());
+        }
+    }
+    out
+}
+
 /// Every secret-looking string in `text`, with its kind.
 fn find(text: &str) -> Vec<(&'static str, &str)> {
     COMPILED
@@ -56,6 +92,23 @@ pub fn added(old: &str, new: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masking_hides_every_kind_and_keeps_the_rest() {
+        let text = "key AKIAQ3EGRTV7XK2PLM5N and ghp_X8XnfCEjRw456fLoewD91ezO35pSneocTOpV, \
+                    sk-RlclPEm3w2UtaDzmwDh364dDhBibSdXvXFweq8XYkxRsTusj\n\
+                    psql \"host=db password=Pg-dev-7731-hunter2\"\nAuthorization: Bearer abcdefghijklmnop1234\n\
+                    -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\nafter";
+        let masked = mask(text);
+        for secret in
+            ["AKIAQ3EG", "ghp_X8X", "sk-Rlcl", "hunter2", "abcdefghijklmnop1234", "b3BlbnNzaC1rZXktdjE"]
+        {
+            assert!(!masked.contains(secret), "{secret} in {masked}");
+        }
+        assert!(masked.contains("key [masked AWS access key id] and [masked GitHub token]"), "{masked}");
+        assert!(masked.ends_with("[masked private key]\nafter"), "{masked}");
+        assert!(matches!(mask("nothing here"), std::borrow::Cow::Borrowed(_)));
+    }
 
     #[test]
     fn well_known_formats_are_found_with_their_kind() {

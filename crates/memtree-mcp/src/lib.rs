@@ -13,7 +13,7 @@ pub mod framing;
 mod prompts;
 mod server;
 
-pub use server::{MemtreeServer, TOOL_NAMES, UnknownTool};
+pub use server::{MemtreeServer, SESSION_TOOLS, TOOL_NAMES, UnknownTool};
 
 /// The tools' argument structs, which rmcp deserializes each call into;
 /// public so that the fuzz target can hold the argument check to them.

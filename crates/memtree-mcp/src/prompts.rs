@@ -30,9 +30,9 @@ pub const MEMORY_RULES: &str = "\
   asking the user, and say so in your answer.
 ";
 
-/// How to turn a session transcript into memory.
+/// How to turn session transcripts into memory.
 pub const COMPRESS_TRANSCRIPT: &str = "\
-Extract from the transcript below only what will still be true and useful in later sessions:
+Extract from the session transcripts only what will still be true and useful in later sessions:
 decisions and their reasons, conventions, facts about the user, the projects, people and systems,
 procedures that worked, and corrected mistakes. Skip greetings, dead ends, transient state and
 anything sensitive.
@@ -43,6 +43,14 @@ Then, for each item:
    remember(content, document, section) (mode upsert), or lifecycle(..., superseded_by=..., why=...).
 3. Otherwise remember(content, document, section) in the best-fitting document and section.
 Finish with a short list: what was added, updated, skipped, and anything left for the user to decide.
+";
 
-Transcript:
+/// Ends the compression prompt when a transcript is given.
+pub const TRANSCRIPT_BELOW: &str = "\nTranscript:\n";
+
+/// Ends the compression prompt when none is: the recent sessions instead.
+pub const RECENT_SESSIONS: &str = "
+The transcripts: call scan_sessions(days) for the recent sessions in brief (each one's requests, files
+and tools), and search_sessions(query) for the passages behind a request worth keeping. Sessions
+already remembered need nothing more: search(query) tells.
 ";

@@ -22,6 +22,8 @@ use rmcp::{
     tool_handler, tool_router,
 };
 
+use memtree_sessions::{Sessions, layer};
+
 use crate::{arguments, prompts};
 
 /// Every tool this server can expose, in `tools/list` order.
@@ -39,7 +41,12 @@ pub const TOOL_NAMES: &[&str] = &[
     "history",
     "restore",
     "validate",
+    "scan_sessions",
+    "search_sessions",
 ];
+
+/// The tools of the session-transcript layer, listed when it is on.
+pub const SESSION_TOOLS: &[&str] = &["scan_sessions", "search_sessions"];
 
 /// The L0 index as an MCP resource.
 const INDEX_URI: &str = "memtree://index";
@@ -200,6 +207,26 @@ pub struct RecallArgs {
     pub scope: Option<String>,
 }
 
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanSessionsArgs {
+    /// Default 7.
+    pub days: Option<u32>,
+    pub project: Option<String>,
+    /// Default 10.
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSessionsArgs {
+    pub query: String,
+    pub project: Option<String>,
+    pub days: Option<u32>,
+    /// Default 8.
+    pub limit: Option<u32>,
+}
+
 /// A `--tools` name that is not a tool.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown tool {0:?} (tools: {list})", list = TOOL_NAMES.join(", "))]
@@ -208,19 +235,25 @@ pub struct UnknownTool(pub String);
 #[derive(Clone)]
 pub struct MemtreeServer {
     trees: Arc<Namespaced>,
+    sessions: Option<Arc<Sessions>>,
     tool_router: ToolRouter<MemtreeServer>,
     prompt_router: PromptRouter<MemtreeServer>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct TranscriptArgs {
-    /// The session transcript to compress into memory.
-    pub transcript: String,
+    /// The session transcript to compress into memory; default: recent sessions (scan_sessions).
+    pub transcript: Option<String>,
 }
 
 impl MemtreeServer {
-    /// A server exposing `tools` (all of [`TOOL_NAMES`] when `None`).
-    pub fn new(trees: Arc<Namespaced>, tools: Option<&[String]>) -> Result<MemtreeServer, UnknownTool> {
+    /// A server exposing `tools` (all of [`TOOL_NAMES`] when `None`); the
+    /// session tools only with a session layer.
+    pub fn new(
+        trees: Arc<Namespaced>,
+        tools: Option<&[String]>,
+        sessions: Option<Arc<Sessions>>,
+    ) -> Result<MemtreeServer, UnknownTool> {
         let mut tool_router = Self::tool_router();
         for route in tool_router.map.values_mut() {
             route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
@@ -233,7 +266,34 @@ impl MemtreeServer {
                 tool_router.remove_route(name);
             }
         }
-        Ok(MemtreeServer { trees, tool_router, prompt_router: Self::prompt_router() })
+        if sessions.is_none() {
+            for name in SESSION_TOOLS {
+                tool_router.remove_route(name);
+            }
+        }
+        Ok(MemtreeServer { trees, sessions, tool_router, prompt_router: Self::prompt_router() })
+    }
+
+    /// Runs a call on the session layer off the async workers.
+    async fn on_sessions<F>(&self, call: F) -> Result<CallToolResult, ErrorData>
+    where
+        F: FnOnce(&Sessions) -> Result<String, memtree_sessions::SessionError> + Send + 'static,
+    {
+        let Some(sessions) = self.sessions.clone() else {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "Error: sessions: off (serve --sessions)",
+            )]));
+        };
+        let result = tokio::task::spawn_blocking(move || call(&sessions))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("session task failed: {e}"), None))?;
+        Ok(match result {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(error) => {
+                tracing::error!(%error, "session call failed");
+                CallToolResult::error(vec![ContentBlock::text(format!("Error: sessions: {error}"))])
+            }
+        })
     }
 
     /// The tools this server exposes, with their input schemas (as `tools/list`
@@ -465,6 +525,35 @@ impl MemtreeServer {
         self.run(|m| Ok(m.own().validate()?.report())).await
     }
 
+    #[tool(description = "Your recent sessions (Claude Code, Codex) in brief, to pick what to remember: \
+                          requests, files, tools.")]
+    async fn scan_sessions(
+        &self,
+        Parameters(args): Parameters<ScanSessionsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.on_sessions(move |s| {
+            s.scan()?;
+            let filter =
+                memtree_sessions::filter(args.project, Some(args.days.unwrap_or(layer::RECENT_DAYS)));
+            let limit = args.limit.map_or(layer::RECENT_SESSIONS, |l| l as usize);
+            Ok(memtree_sessions::render_recent(&s.recent(&filter, limit)?))
+        })
+        .await
+    }
+
+    #[tool(description = "Search past session transcripts: excerpts with session, project, time.")]
+    async fn search_sessions(
+        &self,
+        Parameters(args): Parameters<SearchSessionsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.on_sessions(move |s| {
+            let filter = memtree_sessions::filter(args.project, args.days);
+            let limit = args.limit.map_or(layer::SEARCH_HITS, |l| l as usize);
+            Ok(memtree_sessions::render_excerpts(&s.search(&args.query, &filter, limit)?))
+        })
+        .await
+    }
+
     #[tool(description = "The document tree as YAML.")]
     async fn get_document_tree(
         &self,
@@ -485,10 +574,13 @@ impl MemtreeServer {
     /// Turn a session transcript into durable memory, without duplicates.
     #[prompt(name = "compress_transcript")]
     async fn compress_transcript(&self, Parameters(args): Parameters<TranscriptArgs>) -> Vec<PromptMessage> {
-        vec![PromptMessage::new_text(
-            Role::User,
-            format!("{}{}", prompts::COMPRESS_TRANSCRIPT, args.transcript),
-        )]
+        let text = match args.transcript {
+            Some(transcript) => {
+                format!("{}{}{transcript}", prompts::COMPRESS_TRANSCRIPT, prompts::TRANSCRIPT_BELOW)
+            }
+            None => format!("{}{}", prompts::COMPRESS_TRANSCRIPT, prompts::RECENT_SESSIONS),
+        };
+        vec![PromptMessage::new_text(Role::User, text)]
     }
 }
 

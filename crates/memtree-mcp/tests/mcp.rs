@@ -4,15 +4,22 @@
 use std::sync::Arc;
 
 use memtree_core::Namespaced;
-use memtree_mcp::{MemtreeServer, TOOL_NAMES};
+use memtree_mcp::{MemtreeServer, SESSION_TOOLS, TOOL_NAMES};
 use memtree_test::in_memory;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 
 async fn connect(tools: Option<&[String]>) -> RunningService<RoleClient, ()> {
+    connect_with(tools, None).await
+}
+
+async fn connect_with(
+    tools: Option<&[String]>,
+    sessions: Option<Arc<memtree_sessions::Sessions>>,
+) -> RunningService<RoleClient, ()> {
     let memory = Arc::new(in_memory());
-    let server = MemtreeServer::new(Arc::new(Namespaced::single(memory)), tools).unwrap();
+    let server = MemtreeServer::new(Arc::new(Namespaced::single(memory)), tools, sessions).unwrap();
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
@@ -67,6 +74,16 @@ async fn lists_the_tools_within_the_budgets() {
     assert!(size <= 6000, "tools/list is {size} characters; the default set must fit in 6,000");
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
     assert!(instructions.contains("[[") && instructions.len() < 1000, "{instructions}");
+
+    // The session layer adds its two tools, and little more.
+    let dir = tempfile::tempdir().unwrap();
+    let sessions =
+        memtree_sessions::Sessions::open(&dir.path().join("s.sqlite"), Default::default()).unwrap();
+    let with_sessions = connect_with(None, Some(Arc::new(sessions))).await.list_all_tools().await.unwrap();
+    let more = list_size(&with_sessions) - size;
+    eprintln!("tools/list with sessions: {} characters", list_size(&with_sessions));
+    assert_eq!(with_sessions.len(), tools.len() + SESSION_TOOLS.len());
+    assert!(more <= 800, "the session tools add {more} characters");
 
     let seed: Vec<String> =
         ["read_document", "update_document", "get_document_tree"].map(String::from).to_vec();
@@ -149,10 +166,12 @@ async fn tools_option_narrows_the_surface() {
     assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["read_document"]);
     assert!(client.call_tool(CallToolRequestParams::new("update_document")).await.is_err());
     let memory = Arc::new(in_memory());
-    assert!(MemtreeServer::new(Arc::new(Namespaced::single(memory)), Some(&["nope".to_owned()])).is_err());
+    assert!(
+        MemtreeServer::new(Arc::new(Namespaced::single(memory)), Some(&["nope".to_owned()]), None).is_err()
+    );
     let all = connect(None).await.list_all_tools().await.unwrap();
     let mut listed: Vec<&str> = all.iter().map(|t| t.name.as_ref()).collect();
-    let mut known = TOOL_NAMES.to_vec();
+    let mut known: Vec<&str> = TOOL_NAMES.iter().filter(|t| !SESSION_TOOLS.contains(t)).copied().collect();
     listed.sort();
     known.sort();
     assert_eq!(listed, known, "TOOL_NAMES is what --tools chooses from");

@@ -64,6 +64,8 @@ enum Command {
     Import(commands::import::Args),
     /// Write the store out: a folder of files, an Obsidian vault, or JSON
     Export(commands::export::Args),
+    /// Agent session transcripts (Claude Code, Codex): scan, search, list
+    Sessions(commands::sessions::Args),
 }
 
 /// How a command failed, which decides the exit code.
@@ -126,6 +128,7 @@ pub fn main() -> ExitCode {
             Command::Copy(args) => commands::copy::run(&settings, args),
             Command::Import(args) => commands::import::run(&settings, args),
             Command::Export(args) => commands::export::run(&settings, args),
+            Command::Sessions(args) => commands::sessions::run(&settings, args),
         });
     match outcome {
         Ok(code) => code,

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod feed;
 mod settings;
+mod transcripts;
 mod watch;
 
 fn main() -> std::process::ExitCode {

@@ -65,6 +65,16 @@ pub mod env {
     pub const HISTORY: &str = "MEMTREE_HISTORY";
     /// A sentence-transformers model folder: dense retrieval beside BM25.
     pub const EMBEDDING_MODEL: &str = "MEMTREE_EMBEDDING_MODEL";
+    /// `on`: `serve` scans agent session transcripts and offers their tools.
+    pub const SESSIONS: &str = "MEMTREE_SESSIONS";
+    /// Claude Code's transcripts (default `~/.claude/projects`).
+    pub const CLAUDE_PROJECTS: &str = "MEMTREE_CLAUDE_PROJECTS";
+    /// Codex's transcripts (default `$CODEX_HOME/sessions`, else `~/.codex/sessions`).
+    pub const CODEX_SESSIONS: &str = "MEMTREE_CODEX_SESSIONS";
+    /// Codex's home folder, as Codex itself reads it.
+    pub const CODEX_HOME: &str = "CODEX_HOME";
+    /// Comma-separated projects whose transcripts are never indexed.
+    pub const SESSIONS_EXCLUDE: &str = "MEMTREE_SESSIONS_EXCLUDE";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -131,6 +141,18 @@ pub struct Settings {
     pub token: Option<String>,
     /// The sentence-embedding model folder, if any.
     pub embedding_model: Option<PathBuf>,
+    /// Where agent session transcripts are, and whether `serve` scans them.
+    pub sessions: SessionSettings,
+}
+
+/// The session-transcript layer's settings.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    /// Whether `serve` scans transcripts and offers the session tools.
+    pub serve: bool,
+    pub claude: Option<PathBuf>,
+    pub codex: Option<PathBuf>,
+    pub exclude: Vec<String>,
 }
 
 impl Settings {
@@ -221,7 +243,26 @@ impl Settings {
                 env::EMBEDDING_MODEL
             );
         }
+        let home = dirs::home_dir();
+        let sessions = SessionSettings {
+            serve: match var(env::SESSIONS).as_deref() {
+                None | Some("off" | "0") => false,
+                Some("on" | "1") => true,
+                Some(other) => anyhow::bail!("{}={other:?} is not on or off", env::SESSIONS),
+            },
+            claude: var(env::CLAUDE_PROJECTS)
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(".claude").join("projects"))),
+            codex: var(env::CODEX_SESSIONS)
+                .map(PathBuf::from)
+                .or_else(|| var(env::CODEX_HOME).map(|h| PathBuf::from(h).join("sessions")))
+                .or_else(|| home.as_ref().map(|h| h.join(".codex").join("sessions"))),
+            exclude: var(env::SESSIONS_EXCLUDE)
+                .map(|v| v.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect())
+                .unwrap_or_default(),
+        };
         Ok(Settings {
+            sessions,
             data_dir,
             bucket,
             memory,
@@ -268,6 +309,15 @@ impl Settings {
         }
         let dir = std::path::absolute(text).with_context(|| format!("invalid folder {text}"))?;
         Ok(Place::Folder(dir))
+    }
+
+    /// The session index: beside the store's own index (in its cache
+    /// folder for a bucket), one per store whatever the namespace.
+    pub fn sessions_index(&self) -> PathBuf {
+        match &self.bucket {
+            Some(bucket) => bucket.cache_dir.join("sessions.sqlite"),
+            None => self.data_dir.join(".memtree").join("sessions.sqlite"),
+        }
     }
 
     /// Where the store (the shared tree, in a namespace) is kept.

@@ -16,6 +16,7 @@ pub mod remember;
 pub mod restore;
 pub mod search;
 pub mod serve;
+pub mod sessions;
 pub mod split;
 pub mod status;
 pub mod tree;

@@ -29,6 +29,9 @@ pub struct Args {
     /// An origin allowed besides the server's own (a web page calling it), repeatable
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// Scan agent session transcripts (Claude Code, Codex) in the background and offer scan_sessions and search_sessions [env: MEMTREE_SESSIONS=on]
+    #[arg(long)]
+    sessions: bool,
 }
 
 /// Where `serve --http` listens unless told.
@@ -123,7 +126,15 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             }
         }
     });
-    let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref())
+    let sessions = match args.sessions || settings.sessions.serve {
+        true => {
+            let sessions = super::sessions::open(settings, None)?;
+            crate::transcripts::spawn(Arc::clone(&sessions));
+            Some(sessions)
+        }
+        false => None,
+    };
+    let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref(), sessions)
         .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
