@@ -138,3 +138,92 @@ def test_bad_arguments_are_refused(base_env, store, tmp_path):
     (tmp_path / "full" / "x").write_text("x")
     r = run_cli(base_env, store, "export", str(tmp_path / "full"))
     assert r.rc == 1 and "not empty" in r.err, r
+
+
+# ------------------------------------------------------------ the seeds' own stores
+
+SEEDS = REPO_ROOT / "tests" / "fixtures" / "import"
+
+
+def tree_of(text: str) -> dict:
+    """`memtree tree` as nested sets, so that sibling order does not matter."""
+    import yaml
+
+    def nested(items) -> dict:
+        out = {}
+        for item in items or []:
+            if isinstance(item, dict):
+                (name, children), = item.items()
+                out[name] = nested(children)
+            else:
+                out[item] = {}
+        return out
+
+    return nested(yaml.safe_load(text)["root"])
+
+
+@pytest.mark.parametrize("fixture, given, fmt, expected, probes", [
+    ("structured-memory", "structured-memory", "structured-memory",
+     {"project_overview": {"architecture": {"db_schema": {}, "service_layer": {}}, "dependencies": {}, "api_design": {}},
+      "tech_decisions": {"decision_001": {}, "decision_002": {}}, "current_tasks": {}},
+     {"sm-probe-db-schema": "db_schema", "sm-probe-decision-001": "decision_001"}),
+    ("v1-hierarchy", "v1-hierarchy", "structured-memory",
+     {"global": {}, "knowledge": {"knowledge/python": {"knowledge/python/async": {}, "knowledge/python/testing": {}},
+                                  "knowledge/typescript": {}},
+      "profile": {"profile/preferences": {}},
+      "projects": {"projects/personal_website": {},
+                   "projects/silica": {"projects/silica/architecture": {}, "projects/silica/features": {}}}},
+     {"v1-probe-silica-architecture": "projects/silica/architecture", "v1-probe-preferences": "profile/preferences"}),
+    ("layered", "layered", "layered",
+     {"claude": {"claude/claude-specific": {}}, "cursor": {"cursor/cursor-config": {}}, "development": {},
+      "hermes": {"hermes/hermes-setup": {}}, "shared": {"shared/coding-standards": {}, "shared/infrastructure": {}}},
+     {"lm-probe-proxy": "shared/infrastructure", "lm-probe-cursor": "cursor/cursor-config"}),
+    ("dmm", "dmm", "dmm",
+     {"agent": {"agent/tone": {}, "agent/write_back_workflow": {}}, "boot": {},
+      "deprecated": {"deprecated/old_deploy_rule": {}}, "ephemeral": {"ephemeral/flaky_ci_runner": {}},
+      "global": {"global/naming_conventions": {}, "global/python_style": {}}, "policy": {},
+      "project": {"project/conflict_line_length": {}, "project/constraints": {"project/constraints/no_background_jobs": {}},
+                  "project/ruff_config": {}}},
+     {"dmm-probe-boot": "boot", "dmm-probe-tone": "agent/tone", "dmm-probe-ruff": "project/ruff_config"}),
+])
+def test_each_seed_s_store_keeps_its_structure(base_env, store, fixture, given, fmt, expected, probes):
+    source = SEEDS / given
+    plan = imported(base_env, store, "--dry-run", str(source))
+    assert plan["format"] == fmt and not plan["written"], plan
+    assert not (store / "root.md").exists() or docs(store) == {"root": "# Memory\n"}, "a dry run writes nothing"
+    report = imported(base_env, store, str(source))
+    assert report["links"]["before"] == report["links"]["after"]
+    assert tree_of(run_cli(base_env, store, "tree").out) == expected
+    r = run_cli(base_env, store, "--json", "validate")
+    assert r.rc == 0 and not [f for f in json.loads(r.out)["findings"] if f["severity"] == "error"], r.out
+    for probe, doc in probes.items():
+        hits = json.loads(run_cli(base_env, store, "--json", "search", probe).out)
+        assert hits and hits[0]["id"] == doc, (probe, hits[:1])
+
+
+def test_seed_specifics_survive_the_import(base_env, tmp_path):
+    def into(name: str, fixture: str) -> Path:
+        store = tmp_path / name
+        imported(base_env, store, str(SEEDS / fixture))
+        return store
+
+    sm = into("sm", "structured-memory")
+    source = SEEDS / "structured-memory" / "structured_memory"
+    assert docs(sm) == {p.stem: p.read_text() for p in source.glob("*.md")}, "byte for byte"
+
+    layered = into("layered", "layered")
+    assert "summary: Server Configuration" in (layered / "shared" / "infrastructure.md").read_text()
+    hits = json.loads(run_cli(base_env, layered, "--json", "search", "PostgreSQL").out)
+    assert hits and all(h["id"] == "shared/infrastructure" and "14" not in h["excerpt"] for h in hits), \
+        "the .bak is not imported"
+
+    dmm = into("dmm", "dmm")
+    assert (dmm / "agent" / "tone.md").read_text().startswith("---\nscope: agent\n---\n")
+    assert "status: deprecated" in (dmm / "deprecated" / "old_deploy_rule.md").read_text()
+    pack = run_cli(base_env, dmm, "recall", "deploy rule").out
+    assert "old_deploy_rule#" not in pack, "deprecated memory stays out of packs"
+
+    v1 = into("v1", "v1-hierarchy")
+    testing = (v1 / "knowledge" / "python" / "testing.md").read_text()
+    assert testing.startswith("---\nsummary: pytest + pytest-asyncio conventions used in Silica\n---\n")
+    assert "1717500000" not in testing, "times stay out of documents"

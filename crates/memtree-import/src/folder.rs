@@ -62,6 +62,7 @@ pub fn plan(mut source: Source, options: &PlanOptions) -> Plan {
                 .map(|kind| format!("looks like a secret ({kind}); MEMTREE_ALLOW_SECRETS=1 imports it"))
         });
     }
+    summaries_from_sidecars(&mut source);
     let mut namer = Namer::new(options.existing.iter().cloned());
     let layout = Layout::new(&source, &options.under, &mut namer, &mut report);
     let mut docs = Vec::new();
@@ -109,6 +110,40 @@ pub fn plan(mut source: Source, options: &PlanOptions) -> Plan {
     report.skipped.extend(source.skipped.iter().cloned());
     let top = layout.children.get("").cloned().unwrap_or_default();
     Plan { import: Import { docs, top, root_text: None }, attachments, report, source: source.root.clone() }
+}
+
+/// A note's `summary` from its metadata file (V1 memory keeps one there),
+/// where its front-matter has none. The sidecar's times and versions are
+/// not written: they are the index's to know.
+fn summaries_from_sidecars(source: &mut Source) {
+    for (path, json) in std::mem::take(&mut source.sidecars) {
+        let Some(summary) = serde_json::from_str::<serde_json::Value>(&json)
+            .ok()
+            .and_then(|v| v.get("summary").and_then(|s| s.as_str()).map(str::to_owned))
+            .filter(|s| !s.trim().is_empty() && !s.contains('\n'))
+        else {
+            continue;
+        };
+        if let Some(note) = source.notes.iter_mut().find(|n| n.path == path) {
+            set_missing(note, "summary", &summary);
+        }
+    }
+}
+
+/// Sets a front-matter key of a note that does not have it (nor front-matter
+/// memtree cannot read, which is left as it is).
+pub(crate) fn set_missing(note: &mut crate::Note, key: &str, value: &str) {
+    let yaml = front_matter::split(&note.text).yaml;
+    let has = match yaml.map(FrontMatter::parse) {
+        None => false,
+        Some(Ok(_)) => {
+            yaml.is_some_and(|y| y.lines().any(|l| l.split(':').next().map(str::trim) == Some(key)))
+        }
+        Some(Err(_)) => true,
+    };
+    if !has {
+        note.text = front_matter::set_keys(&note.text, &[(key, Some(value.to_owned()))]);
+    }
 }
 
 fn add(a: Counted, b: Counted) -> Counted {

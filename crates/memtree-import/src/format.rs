@@ -1,20 +1,25 @@
-//! The source formats an import knows, how `auto` tells them apart, and
-//! what each adds to a folder import:
+//! The source formats an import knows, how `auto` tells them apart, where
+//! each keeps its notes, and what each adds to a folder import:
 //!
-//! - `layered` (seed 002): `knowledge/<namespace>/*.md` under the memory
-//!   home; each namespace folder a subtree. The L0 index is derived (memtree
-//!   builds its own outline), so it is left out.
+//! - `structured-memory` (seeds 000/001): `<id>.md` documents linked by
+//!   `[[id]]`, in `$DATA_DIR/structured_memory` (a memtree export too):
+//!   ids and tree kept. A V1 hierarchy (seed 004: `~/.silica/memory`,
+//!   `<path>.md` with `<path>.metadata.json` beside) has no root: its
+//!   folders are the tree (seed 004's "preserve structure"), top-level
+//!   folders children of root, a sidecar's `summary` the note's.
+//! - `layered` (seed 002): `knowledge/<namespace>/*.md` in the memory
+//!   home; each namespace a subtree. The L0 index is derived (memtree
+//!   builds its own outline), so it is not imported, but its one-line
+//!   summaries become the notes' `summary`, and its stale entries are said.
 //! - `dmm` (seed 003): `.dmm/memory/<scope>/…` micro-files, plus `BOOT.md`
-//!   and `policy.md`; the scope folder becomes each file's `scope` where its
-//!   front-matter has none, `deprecated/` its `status`; `index/` and
-//!   `packs/` are derived and left out.
+//!   and `policy.md`; the scope folders are the top of the tree, and give
+//!   each file its `scope` where its front-matter has none (`deprecated/`
+//!   its `status`); `index/` and `packs/` are derived and left out.
 
 use std::path::{Path, PathBuf};
 
-use memtree_core::front_matter;
-
 use crate::source::{Note, Source};
-use crate::{Plan, PlanOptions, folder};
+use crate::{Plan, PlanOptions, folder, native};
 
 /// Where notes come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +29,8 @@ pub enum Format {
     Folder,
     /// An Obsidian vault: a folder, with wikilinks, embeds and attachments.
     Obsidian,
-    /// `<id>.md` documents linked by `[[id]]` (seeds 000/001, a memtree export).
+    /// `<id>.md` documents linked by `[[id]]` (seeds 000/001, a memtree
+    /// export), or a V1 folder hierarchy (seed 004).
     StructuredMemory,
     Layered,
     Dmm,
@@ -65,11 +71,56 @@ pub fn detect(path: &Path) -> Format {
         Format::Dmm
     } else if layered_folder(path).is_some() {
         Format::Layered
-    } else if path.join("root.md").is_file() && mostly_ids(path) {
+    } else if store_of_ids(path).is_some() || v1_folder(path).is_some() {
         Format::StructuredMemory
     } else {
         Format::Folder
     }
+}
+
+/// The folder a format's notes are read from, given the folder a person
+/// named (the system's own folder, or the one that holds it).
+pub fn notes_folder(path: &Path, format: Format) -> PathBuf {
+    let found = match format {
+        Format::StructuredMemory => store_of_ids(path).or_else(|| v1_folder(path)),
+        Format::Layered => layered_folder(path),
+        Format::Dmm => dmm_folder(path),
+        _ => None,
+    };
+    found.unwrap_or_else(|| path.to_path_buf())
+}
+
+/// Plans a source of a known format (not `Auto`).
+pub fn plan(source: Source, format: Format, options: &PlanOptions) -> Plan {
+    match format {
+        Format::StructuredMemory if source.root.join("root.md").is_file() => native::plan(source, options),
+        Format::StructuredMemory => {
+            let mut plan = folder::plan(source, options);
+            plan.report.remarks.push(
+                "a V1 folder hierarchy: its folders are the tree (seed 004's \"preserve structure\")".into(),
+            );
+            plan
+        }
+        Format::Layered => layered(source, options),
+        Format::Dmm => dmm(source, options),
+        Format::Folder | Format::Obsidian | Format::Auto => folder::plan(source, options),
+    }
+}
+
+/// `path`, or its `structured_memory` folder (seed 001's `$DATA_DIR`),
+/// when it holds a `root.md` and mostly files named as ids.
+fn store_of_ids(path: &Path) -> Option<PathBuf> {
+    [path.join("structured_memory"), path.to_path_buf()]
+        .into_iter()
+        .find(|p| p.join("root.md").is_file() && mostly_ids(p))
+}
+
+/// `path`, or its `memory` folder (`~/.silica`), when it is a V1 memory:
+/// `global.md` and metadata files beside the notes.
+fn v1_folder(path: &Path) -> Option<PathBuf> {
+    [path.join("memory"), path.to_path_buf()]
+        .into_iter()
+        .find(|p| p.join("global.md").is_file() && p.join("global.metadata.json").is_file())
 }
 
 /// Whether most Markdown files right in `path` are named as ids.
@@ -94,69 +145,112 @@ fn dmm_folder(path: &Path) -> Option<PathBuf> {
     })
 }
 
-/// The `knowledge` folder of a layered-memory home at or in `path`.
+/// The `knowledge` folder of a layered-memory home at or in `path`: the
+/// home has an L0 index or a `shared` namespace.
 fn layered_folder(path: &Path) -> Option<PathBuf> {
-    let knowledge = if path.file_name().is_some_and(|n| n == "knowledge") {
-        path.to_path_buf()
-    } else {
-        path.join("knowledge")
-    };
-    knowledge.join("shared").is_dir().then_some(knowledge)
+    if path.file_name().is_some_and(|n| n == "knowledge")
+        && path.parent().is_some_and(|home| l0_index(home).is_some())
+    {
+        return Some(path.to_path_buf());
+    }
+    let knowledge = path.join("knowledge");
+    (knowledge.is_dir() && (knowledge.join("shared").is_dir() || l0_index(path).is_some()))
+        .then_some(knowledge)
 }
 
-/// A layered-memory home: its `knowledge` folder, namespaces as subtrees.
-pub fn layered(source: Source, options: &PlanOptions) -> Plan {
-    let Some(knowledge) = layered_folder(&source.root) else { return folder::plan(source, options) };
-    let mut within = match Source::read(&knowledge, options.max_bytes) {
-        Ok(s) => s,
-        Err(_) => return folder::plan(source, options),
-    };
-    within.skip_notes(|note| {
-        is_l0_index(note).then(|| "the L0 index (memtree builds its own outline)".to_owned())
-    });
-    folder::plan(within, options)
+/// The L0 index in a layered-memory home: a Markdown file whose every line
+/// is an `[L0]` (or older `[L0索引]`) entry.
+fn l0_index(home: &Path) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(home).ok()?;
+    entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")).find(|p| {
+        std::fs::read_to_string(p).is_ok_and(|text| {
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            !lines.is_empty() && lines.iter().all(|l| l.trim_start().starts_with("[L0"))
+        })
+    })
 }
 
-/// Whether a note is a layered-memory L0 index rather than knowledge.
-fn is_l0_index(note: &Note) -> bool {
-    let name = note.name().to_ascii_lowercase();
-    name.starts_with("l0") || name == "memory_index" || name == "index_l0"
+/// One L0 entry: `[L0] name: summary → knowledge/file.md`.
+fn l0_entry(line: &str) -> Option<(&str, &str)> {
+    let (_, rest) = line.split_once(']')?;
+    let (_, rest) = rest.split_once(':')?;
+    let (summary, target) = rest.rsplit_once('→')?;
+    Some((summary.trim(), target.trim()))
 }
 
-/// A DMM store: `memory/`'s scope folders, `BOOT.md` and `policy.md`.
-pub fn dmm(source: Source, options: &PlanOptions) -> Plan {
-    let Some(root) = dmm_folder(&source.root) else { return folder::plan(source, options) };
-    let mut within = match Source::read(&root, options.max_bytes) {
-        Ok(s) => s,
-        Err(_) => return folder::plan(source, options),
-    };
-    within.skip_notes(|note| {
+/// A layered-memory home: its `knowledge` folder, namespaces as subtrees,
+/// each note's summary from its L0 entry.
+pub fn layered(mut source: Source, options: &PlanOptions) -> Plan {
+    let home = source.root.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut stale = Vec::new();
+    if let Some(index) = l0_index(&home) {
+        for line in std::fs::read_to_string(index).unwrap_or_default().lines() {
+            let Some((summary, target)) = l0_entry(line) else { continue };
+            // Entries leave the namespace folder out: the file's name decides.
+            let name = target.rsplit('/').next().unwrap_or(target);
+            let notes: Vec<&mut Note> =
+                source.notes.iter_mut().filter(|n| n.path.rsplit('/').next() == Some(name)).collect();
+            if notes.is_empty() {
+                stale.push(format!("L0 entry for {target} points at no file; nothing imported for it"));
+            }
+            for note in notes {
+                folder::set_missing(note, "summary", summary);
+            }
+        }
+    }
+    let mut plan = folder::plan(source, options);
+    plan.report.remarks.extend(stale);
+    plan
+}
+
+/// A DMM store: `memory/`'s scope folders at the top, `BOOT.md` and
+/// `policy.md` beside them.
+pub fn dmm(mut source: Source, options: &PlanOptions) -> Plan {
+    source.skip_notes(|note| {
         let top = note.path.split('/').next().unwrap_or_default();
         matches!(top, "index" | "packs").then(|| format!("DMM's derived {top}/ (memtree keeps its own)"))
     });
-    within.attachments.retain(|p| !p.starts_with("index/") && !p.starts_with("packs/"));
-    for note in &mut within.notes {
-        note.text = with_dmm_keys(note);
+    let derived: Vec<String> = source
+        .attachments
+        .iter()
+        .filter(|p| p.starts_with("index/") || p.starts_with("packs/"))
+        .cloned()
+        .collect();
+    source.attachments.retain(|p| !derived.contains(p));
+    source
+        .skipped
+        .extend(derived.into_iter().map(|path| crate::Skipped { path, why: "DMM's derived index".into() }));
+    for note in &mut source.notes {
+        let scope_folder =
+            note.path.strip_prefix("memory/").and_then(|p| p.split_once('/')).map(|(f, _)| f.to_owned());
+        match scope_folder.as_deref() {
+            Some(scope @ ("global" | "agent" | "project" | "ephemeral")) => {
+                folder::set_missing(note, "scope", scope)
+            }
+            Some("deprecated") => folder::set_missing(note, "status", "deprecated"),
+            _ => {}
+        }
+        if let Some(inside) = note.path.strip_prefix("memory/") {
+            note.path = inside.to_owned();
+        }
     }
-    folder::plan(within, options)
+    folder::plan(source, options)
 }
 
-/// A DMM note with the `scope` and `status` its folder says, where its
-/// front-matter does not say them already.
-fn with_dmm_keys(note: &Note) -> String {
-    let mut parts = note.path.split('/');
-    let (Some("memory"), Some(folder)) = (parts.next(), parts.next()) else { return note.text.clone() };
-    let fm = front_matter::split(&note.text)
-        .yaml
-        .and_then(|y| front_matter::FrontMatter::parse(y).ok())
-        .unwrap_or_default();
-    let mut keys: Vec<(&str, Option<String>)> = Vec::new();
-    match folder {
-        "global" | "agent" | "project" | "ephemeral" if fm.scope.is_none() => {
-            keys.push(("scope", Some(folder.into())))
-        }
-        "deprecated" if fm.status.is_none() => keys.push(("status", Some("deprecated".into()))),
-        _ => {}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn l0_entries_give_a_summary_and_a_file() {
+        assert_eq!(
+            l0_entry("[L0] infrastructure: Server Configuration — servers, DB → knowledge/infrastructure.md"),
+            Some(("Server Configuration — servers, DB", "knowledge/infrastructure.md"))
+        );
+        assert_eq!(
+            l0_entry("[L0索引] hermes-setup: Hermes gateway → knowledge/h.md"),
+            Some(("Hermes gateway", "knowledge/h.md"))
+        );
+        assert_eq!(l0_entry("no entry"), None);
     }
-    if keys.is_empty() { note.text.clone() } else { front_matter::set_keys(&note.text, &keys) }
 }

@@ -71,13 +71,8 @@ pub fn plan(path: &std::path::Path, format: Format, options: &PlanOptions) -> Re
         f => f,
     };
     let options = PlanOptions { format: format.name(), ..options.clone() };
-    let source = Source::read(path, options.max_bytes)?;
-    let mut plan = match format {
-        Format::StructuredMemory => native::plan(source, &options),
-        Format::Layered => format::layered(source, &options),
-        Format::Dmm => format::dmm(source, &options),
-        Format::Folder | Format::Obsidian | Format::Auto => folder::plan(source, &options),
-    };
+    let source = Source::read(&format::notes_folder(path, format), options.max_bytes)?;
+    let mut plan = format::plan(source, format, &options);
     plan.report.links.after = count_after(&plan, &options.existing);
     Ok(plan)
 }

@@ -12,6 +12,10 @@ pub struct Source {
     /// In path order.
     pub notes: Vec<Note>,
     pub attachments: Vec<String>,
+    /// Metadata files beside notes (`x.metadata.json` or
+    /// `x.md.metadata.json` for `x.md`, as V1 memory keeps them): each
+    /// note's path and the sidecar's text.
+    pub sidecars: Vec<(String, String)>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -45,6 +49,13 @@ impl Note {
     pub fn name(&self) -> &str {
         self.stem().rsplit('/').next().unwrap_or_default()
     }
+}
+
+/// Whether a file is an editor's or a tool's backup, lock or temporary
+/// copy rather than content.
+fn is_backup(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    [".bak", ".lock", ".tmp", ".swp", ".orig", "~"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// `path` without a Markdown extension, when it has one.
@@ -97,6 +108,10 @@ impl Source {
                 source.skipped.push(Skipped { path, why: "not a regular file".into() });
                 continue;
             }
+            if is_backup(&path) {
+                source.skipped.push(Skipped { path, why: "a backup, lock or temporary file".into() });
+                continue;
+            }
             if markdown_stem(&path).is_none() {
                 source.attachments.push(path);
                 continue;
@@ -116,7 +131,32 @@ impl Source {
                 Err(_) => source.skipped.push(Skipped { path, why: "not UTF-8 text".into() }),
             }
         }
+        source.take_sidecars();
         Ok(source)
+    }
+
+    /// Moves the metadata files of notes out of the attachments.
+    fn take_sidecars(&mut self) {
+        let notes: std::collections::HashSet<&str> = self.notes.iter().map(|n| n.path.as_str()).collect();
+        let mut sidecars = Vec::new();
+        let mut attachments = Vec::new();
+        for path in std::mem::take(&mut self.attachments) {
+            let note = path
+                .strip_suffix(".metadata.json")
+                .map(
+                    |stem| if markdown_stem(stem).is_some() { stem.to_owned() } else { format!("{stem}.md") },
+                )
+                .filter(|note| notes.contains(note.as_str()));
+            match note {
+                Some(note) => {
+                    let text = std::fs::read_to_string(self.root.join(&path)).unwrap_or_default();
+                    sidecars.push((note, text));
+                }
+                None => attachments.push(path),
+            }
+        }
+        self.attachments = attachments;
+        self.sidecars = sidecars;
     }
 
     /// Leaves out the notes `skip` names, saying why.
