@@ -88,6 +88,8 @@ pub enum Refusal {
     SectionNotOneLine,
     #[error("root cannot move")]
     RootCannotMove,
+    #[error("root cannot be deleted")]
+    RootCannotBeDeleted,
     #[error("{new_parent} is in the subtree of {id}; that would make a cycle")]
     WouldCycle { id: DocId, new_parent: DocId },
     #[error("{id} has no parent (an orphan; see `memtree validate`)")]
@@ -145,6 +147,7 @@ impl Refusal {
             | Refusal::SectionAmbiguous { .. }
             | Refusal::SectionNotOneLine => Subject::Section,
             Refusal::RootCannotMove
+            | Refusal::RootCannotBeDeleted
             | Refusal::NoParent { .. }
             | Refusal::SeveralParents { .. }
             | Refusal::LinkTangled { .. }

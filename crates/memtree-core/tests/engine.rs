@@ -1437,3 +1437,17 @@ fn untouched_lines_of_mixed_endings_stay_as_they_are() {
     f.memory.move_document(&id("kid"), &id("other")).unwrap();
     assert_eq!(f.read("par"), "# par\r\nunix line\nold mac\r2024\r\n");
 }
+
+#[test]
+fn deleting_a_document_prunes_it_from_its_parent() {
+    let f = Store::new(SEED_TREE);
+    let outcome = f.memory.delete_document(&id("architecture")).unwrap();
+    assert_eq!(outcome.report(), "Succeeded\nDeleted: architecture, db_schema, service_layer");
+    assert_eq!(f.read("project_overview"), "# Project overview\n- [[dependencies]]\n");
+    assert_eq!(f.trash(), 3, "recoverable");
+    assert_eq!(
+        f.memory.delete_document(&DocId::root()).unwrap_err().report(),
+        "Error: id: root cannot be deleted"
+    );
+    assert_eq!(f.memory.delete_document(&id("nope")).unwrap_err().report(), "Error: id: not found");
+}

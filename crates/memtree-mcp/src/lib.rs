@@ -10,10 +10,16 @@
 pub mod arguments;
 /// JSON-RPC framing on stdio: malformed lines answered per JSON-RPC 2.0.
 pub mod framing;
+pub mod layered;
+mod profile;
 mod prompts;
 mod server;
+pub mod v2;
 
+pub use layered::{L0Format, LayeredServer};
+pub use profile::Profile;
 pub use server::{MemtreeServer, SESSION_TOOLS, TOOL_NAMES, UnknownTool};
+pub use v2::V2Server;
 
 /// The tools' argument structs, which rmcp deserializes each call into;
 /// public so that the fuzz target can hold the argument check to them.

@@ -16,7 +16,6 @@ use axum::http::{HeaderValue, header};
 use axum::middleware;
 use axum::response::Response;
 use memtree_core::Namespaced;
-use memtree_mcp::MemtreeServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -61,8 +60,8 @@ pub fn check(config: &HttpConfig) -> Result<(), HttpError> {
 /// Serves `server` (MCP) and the UI over `trees` at `config.addr` until
 /// `shutdown` completes; `bound` is told the address listened on (its
 /// port, when 0 was asked for); `changes` tells open pages what changed.
-pub async fn serve(
-    server: MemtreeServer,
+pub async fn serve<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
+    server: S,
     trees: Arc<Namespaced>,
     changes: Changes,
     config: HttpConfig,

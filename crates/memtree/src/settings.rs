@@ -75,6 +75,10 @@ pub mod env {
     pub const CODEX_HOME: &str = "CODEX_HOME";
     /// Comma-separated projects whose transcripts are never indexed.
     pub const SESSIONS_EXCLUDE: &str = "MEMTREE_SESSIONS_EXCLUDE";
+    /// The tool surface `serve` offers: memtree, layered or v2.
+    pub const PROFILE: &str = "MEMTREE_PROFILE";
+    /// The L0 index's format in the layered profile: hermes or generic (seed 002's variable).
+    pub const L0_FORMAT: &str = "LAYERED_MEMORY_L0_FORMAT";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
 }
@@ -143,6 +147,10 @@ pub struct Settings {
     pub embedding_model: Option<PathBuf>,
     /// Where agent session transcripts are, and whether `serve` scans them.
     pub sessions: SessionSettings,
+    /// The tool surface `serve` offers, if set by the environment.
+    pub profile: Option<String>,
+    /// The layered profile's L0 format.
+    pub l0_format: memtree_mcp::L0Format,
 }
 
 /// The session-transcript layer's settings.
@@ -261,7 +269,14 @@ impl Settings {
                 .map(|v| v.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect())
                 .unwrap_or_default(),
         };
+        let l0_format = match var(env::L0_FORMAT) {
+            None => memtree_mcp::L0Format::Hermes,
+            Some(name) => memtree_mcp::L0Format::parse(&name)
+                .with_context(|| format!("{}={name:?} is not hermes or generic", env::L0_FORMAT))?,
+        };
         Ok(Settings {
+            profile: var(env::PROFILE),
+            l0_format,
             sessions,
             data_dir,
             bucket,

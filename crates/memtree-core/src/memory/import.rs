@@ -155,3 +155,13 @@ fn with_links(text: &str, ids: &[DocId]) -> String {
     }
     out
 }
+
+impl Memory {
+    /// Creates document `id` with `text` under `parent` (a `- [[id]]` line
+    /// at its end), in one change: the import of one document.
+    pub fn create_document(&self, parent: &DocId, id: &DocId, text: &str) -> Result<Imported, MemoryError> {
+        let import =
+            Import { docs: vec![(id.clone(), text.to_owned())], top: vec![id.clone()], root_text: None };
+        self.import(parent, &import, &format!("create {id}"), false)
+    }
+}

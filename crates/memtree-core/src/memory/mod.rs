@@ -119,6 +119,11 @@ impl Memory {
         self
     }
 
+    /// Size in bytes from which a document should be split.
+    pub fn split_threshold(&self) -> usize {
+        self.settings.split_threshold
+    }
+
     /// The store's commit mark (see [`Storage::commit_mark`]).
     pub fn commit_mark(&self) -> Result<Option<String>, MemoryError> {
         Ok(self.storage.commit_mark()?)

@@ -44,3 +44,28 @@ impl Memory {
         Ok(self.after_growth(id, outcome))
     }
 }
+
+impl Memory {
+    /// Deletes a document and its subtree: its link leaves its parent,
+    /// which prunes it as any update removing a link does (to the trash,
+    /// and history). `root` cannot be deleted.
+    pub fn delete_document(&self, id: &DocId) -> Result<UpdateOutcome, MemoryError> {
+        if id.is_root() {
+            return Err(crate::refusal::Refusal::RootCannotBeDeleted.into());
+        }
+        let tree = self.tree()?;
+        let parent = match tree.parents(id) {
+            _ if !tree.contains(id) => return Err(MemoryError::NotFound { id: id.clone() }),
+            [parent] => parent.clone(),
+            [] => return Err(crate::refusal::Refusal::NoParent { id: id.clone() }.into()),
+            several => {
+                let parents = several.to_vec();
+                return Err(crate::refusal::Refusal::SeveralParents { id: id.clone(), parents }.into());
+            }
+        };
+        self.rewrite(&parent, &format!("delete {id}"), |text| {
+            let split = front_matter::split(text);
+            Ok(format!("{}{}", split.head, crate::links::remove_links_to(split.body, id)))
+        })
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use memtree_history::CommitTiming;
-use memtree_mcp::MemtreeServer;
+use memtree_mcp::{LayeredServer, MemtreeServer, Profile, V2Server};
 
 use crate::cli::Failure;
 use crate::settings::{Place, Settings};
@@ -32,6 +32,9 @@ pub struct Args {
     /// Scan agent session transcripts (Claude Code, Codex) in the background and offer scan_sessions and search_sessions [env: MEMTREE_SESSIONS=on]
     #[arg(long)]
     sessions: bool,
+    /// The tools to speak: memtree's own, seed 002's layered-memory-mcp (layered, with session scanning) or seed 004's Memory V2 (v2) [env: MEMTREE_PROFILE]
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(Profile::NAMES))]
+    profile: Option<String>,
 }
 
 /// Where `serve --http` listens unless told.
@@ -39,6 +42,17 @@ const DEFAULT_HTTP: &str = "127.0.0.1:7821";
 
 pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let tools = args.tools.or_else(|| settings.tools.clone());
+    let profile = match args.profile.or_else(|| settings.profile.clone()) {
+        None => Profile::Memtree,
+        Some(name) => Profile::parse(&name).ok_or_else(|| {
+            Failure::User(format!("Error: profile: {name:?} is not one of {}", Profile::NAMES.join(", ")))
+        })?,
+    };
+    if profile != Profile::Memtree && tools.is_some() {
+        return Err(Failure::User(
+            "Error: tools: --tools chooses among memtree's own tools, not a profile's".into(),
+        ));
+    }
     // A message (a line on stdin, a request body over HTTP) may carry a
     // whole document, escaped: room for the largest.
     let max_message = (8 * settings.memory.max_document_bytes).max(MIN_MESSAGE_BYTES);
@@ -126,7 +140,8 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             }
         }
     });
-    let sessions = match args.sessions || settings.sessions.serve {
+    // Seed 002's surface scans sessions: its profile turns the layer on.
+    let sessions = match args.sessions || settings.sessions.serve || profile == Profile::Layered {
         true => {
             let sessions = super::sessions::open(settings, None)?;
             crate::transcripts::spawn(Arc::clone(&sessions));
@@ -134,34 +149,26 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         }
         false => None,
     };
-    let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref(), sessions)
-        .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let served = runtime.block_on(async {
-        match http {
-            Some(config) => {
-                // The address is printed for a person or a script that
-                // asked for port 0; logs go to stderr.
-                let bound = |addr| {
-                    eprintln!("memtree: serving MCP at http://{addr}/mcp and the UI at http://{addr}/")
-                };
-                memtree_web::serve(server, Arc::clone(&trees), changes, config, bound, stopped())
-                    .await
-                    .context("MCP over HTTP failed")
-            }
-            None => {
-                tracing::info!(store = %settings.own_place(), "serving over stdio");
-                let (input, output) = rmcp::transport::io::stdio_pipes();
-                memtree_mcp::framing::serve(server, input, output, max_message)
-                    .await
-                    .context("MCP service failed")
-            }
+    let transport = Transport { http, changes, max_message, store: settings.own_place().to_string() };
+    let served = match profile {
+        Profile::Memtree => {
+            let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref(), sessions)
+                .map_err(|e| Failure::User(format!("Error: tools: {e}")))?;
+            runtime.block_on(transport.serve(server, Arc::clone(&trees)))
         }
-    });
+        Profile::Layered => {
+            let server = LayeredServer::new(Arc::clone(&trees), sessions, settings.l0_format);
+            runtime.block_on(transport.serve(server, Arc::clone(&trees)))
+        }
+        Profile::V2 => {
+            runtime.block_on(transport.serve(V2Server::new(Arc::clone(&trees)), Arc::clone(&trees)))
+        }
+    };
     // An engine call still running when the client left (or the server was
     // stopped) is let finish a
     // while (a write is atomic however it ends), but a server never
@@ -176,6 +183,41 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How the server is reached: over HTTP (with the UI) or stdio.
+struct Transport {
+    http: Option<memtree_web::HttpConfig>,
+    changes: memtree_web::Changes,
+    max_message: usize,
+    store: String,
+}
+
+impl Transport {
+    async fn serve<S>(self, server: S, trees: Arc<memtree_core::Namespaced>) -> anyhow::Result<()>
+    where
+        S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+    {
+        match self.http {
+            Some(config) => {
+                // The address is printed for a person or a script that
+                // asked for port 0; logs go to stderr.
+                let bound = |addr| {
+                    eprintln!("memtree: serving MCP at http://{addr}/mcp and the UI at http://{addr}/")
+                };
+                memtree_web::serve(server, trees, self.changes, config, bound, stopped())
+                    .await
+                    .context("MCP over HTTP failed")
+            }
+            None => {
+                tracing::info!(store = %self.store, "serving over stdio");
+                let (input, output) = rmcp::transport::io::stdio_pipes();
+                memtree_mcp::framing::serve(server, input, output, self.max_message)
+                    .await
+                    .context("MCP service failed")
+            }
+        }
+    }
 }
 
 /// Completes at Ctrl-C or SIGTERM: how an HTTP server, which has no client
