@@ -1,5 +1,5 @@
 //! Markdown bodies through `memtree_core::links` (`parse_links`,
-//! `remove_links_to`) and `memtree_core::sections` (`title`, `passages`,
+//! `remove_links_to`), `memtree_core::references` and `memtree_core::sections` (`title`, `passages`,
 //! `find_section`, `top_sections`).
 //!
 //! Input: UTF-8 text. When its first byte is ASCII, that byte sets the
@@ -18,6 +18,7 @@ use libfuzzer_sys::fuzz_target;
 use memtree_core::DocId;
 use memtree_core::line_ending;
 use memtree_core::links::{link_ranges, parse_links, remove_links_to};
+use memtree_core::references;
 use memtree_core::sections::{PASSAGE_WORDS, SectionLookup, find_section, passages, title, top_sections};
 
 /// Ids removed per input, at most (each removal re-parses the body).
@@ -199,6 +200,24 @@ fn check_sections(body: &str) {
     }
 }
 
+/// References (standard links to `.md` files): each destination found is
+/// the text at its range; a reference written back from its resolution
+/// resolves to the same document; rewriting nothing changes nothing.
+fn check_references(body: &str) {
+    let from = DocId::parse("a/b").expect("valid");
+    for (dest, range) in references::destinations(body) {
+        assert_eq!(body.get(range.clone()), Some(dest.as_str()), "destination {dest:?} at {range:?}");
+        if let Some(r) = references::resolve(&from, &dest) {
+            let written = references::destination(&from, &r);
+            let again = references::resolve(&from, &written).map(|a| a.target);
+            assert_eq!(again.as_ref(), Some(&r.target), "{dest:?} written back as {written:?}");
+        }
+    }
+    assert_eq!(references::rewrite_destinations(body, |_| None), body);
+    let rewritten = references::rewrite_destinations(body, |d| Some(format!("x/{d}")));
+    assert!(rewritten.len() >= body.len());
+}
+
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (max_words, body) = match data.first() {
@@ -206,6 +225,7 @@ fuzz_target!(|data: &[u8]| {
         _ => (PASSAGE_WORDS, text),
     };
     check_links(body);
+    check_references(body);
     check_passages(body, max_words);
     check_sections(body);
 });
