@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use memtree_core::front_matter::{self, FrontMatter};
 use memtree_core::references::{self, Reference};
-use memtree_core::{DocId, Import, line_ending, secrets};
+use memtree_core::{DocId, Import, line_ending};
 
 use crate::naming::Namer;
 use crate::report::{Copied, Counted, Entry, Report};
@@ -56,12 +56,7 @@ enum Target {
 pub fn plan(mut source: Source, options: &PlanOptions) -> Plan {
     let mut report =
         Report { format: options.format.to_owned(), under: options.under.to_string(), ..Report::default() };
-    if !options.allow_secrets {
-        source.skip_notes(|note| {
-            secrets::added("", &note.text)
-                .map(|kind| format!("looks like a secret ({kind}); MEMTREE_ALLOW_SECRETS=1 imports it"))
-        });
-    }
+    source.skip_secrets(options.allow_secrets);
     summaries_from_sidecars(&mut source);
     let mut namer = Namer::new(options.existing.iter().cloned());
     let layout = Layout::new(&source, &options.under, &mut namer, &mut report);

@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use memtree_core::front_matter;
 use memtree_core::links::parse_links;
 use memtree_core::references::{self, Reference};
-use memtree_core::{DocId, Import, line_ending, secrets};
+use memtree_core::{DocId, Import, line_ending};
 
 use crate::naming::Namer;
 use crate::report::{Copied, Entry, Report};
@@ -25,12 +25,7 @@ use crate::{Plan, PlanOptions, Skipped};
 pub fn plan(mut source: Source, options: &PlanOptions) -> Plan {
     let mut report =
         Report { format: options.format.to_owned(), under: options.under.to_string(), ..Report::default() };
-    if !options.allow_secrets {
-        source.skip_notes(|note| {
-            secrets::added("", &note.text)
-                .map(|kind| format!("looks like a secret ({kind}); MEMTREE_ALLOW_SECRETS=1 imports it"))
-        });
-    }
+    source.skip_secrets(options.allow_secrets);
     let mut texts: HashMap<DocId, String> = HashMap::new();
     let mut paths: HashMap<DocId, String> = HashMap::new();
     for note in &source.notes {

@@ -159,6 +159,17 @@ impl Source {
         self.sidecars = sidecars;
     }
 
+    /// Leaves out the notes that look like they hold a secret, unless
+    /// `allowed`, saying so.
+    pub fn skip_secrets(&mut self, allowed: bool) {
+        if !allowed {
+            self.skip_notes(|note| {
+                memtree_core::secrets::added("", &note.text)
+                    .map(|kind| format!("looks like a secret ({kind}); MEMTREE_ALLOW_SECRETS=1 imports it"))
+            });
+        }
+    }
+
     /// Leaves out the notes `skip` names, saying why.
     pub fn skip_notes(&mut self, mut skip: impl FnMut(&Note) -> Option<String>) {
         let mut kept = Vec::with_capacity(self.notes.len());

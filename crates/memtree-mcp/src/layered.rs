@@ -13,13 +13,11 @@ use memtree_core::{DocId, FactPlace, MemoryError, Namespaced, front_matter, sect
 use memtree_sessions::Sessions;
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, PaginatedRequestParams, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListResourcesResult,
+    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -29,7 +27,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::profile::{Answer, Failure, answer, kib, size_of};
-use crate::{arguments, prompts};
+use crate::prompts;
 
 /// The L0 index's line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,10 +199,7 @@ fn l0_index(trees: &Namespaced, format: L0Format) -> Result<(usize, String), Mem
 
 impl LayeredServer {
     pub fn new(trees: Arc<Namespaced>, sessions: Option<Arc<Sessions>>, format: L0Format) -> LayeredServer {
-        let mut tool_router = Self::tool_router();
-        for route in tool_router.map.values_mut() {
-            route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
-        }
+        let tool_router = crate::profile::compacted(Self::tool_router());
         LayeredServer { trees, sessions, format, tool_router, prompt_router: Self::prompt_router() }
     }
 
@@ -706,12 +701,7 @@ impl ServerHandler for LayeredServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(tool) = self.tool_router.get(&request.name)
-            && let Err(text) = arguments::check(tool, request.arguments.as_ref())
-        {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-        }
-        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+        crate::profile::checked_call(self, &self.tool_router, request, context).await
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -1,12 +1,43 @@
-//! What the compatibility profiles (`layered`, `v2`) share: engine calls
-//! off the async workers, JSON answers, the argument check before a call,
-//! and which profile a server speaks.
+//! What every tool surface shares (memtree's own and the compatibility
+//! profiles `layered` and `v2`): compact schemas and the argument check
+//! before a call; and what the profiles share: engine calls off the async
+//! workers, JSON answers, and which profile a server speaks.
 
 use std::sync::Arc;
 
 use memtree_core::{DocId, MemoryError, Namespaced};
-use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+
+use crate::arguments;
+
+/// `router` with its tools' input schemas compacted (see
+/// [`arguments::compact_schema`]): every client pays for `tools/list`.
+pub(crate) fn compacted<S>(mut router: ToolRouter<S>) -> ToolRouter<S> {
+    for route in router.map.values_mut() {
+        route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
+    }
+    router
+}
+
+/// Dispatches a call after checking its arguments against its tool's
+/// schema: a wrong argument is a tool error in the spec's form.
+pub(crate) async fn checked_call<S: Send + Sync + 'static>(
+    server: &S,
+    router: &ToolRouter<S>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    if let Some(tool) = router.get(&request.name)
+        && let Err(text) = arguments::check(tool, request.arguments.as_ref())
+    {
+        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+    }
+    router.call(ToolCallContext::new(server, request, context)).await
+}
 
 /// The tool surface a server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

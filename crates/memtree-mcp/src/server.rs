@@ -8,7 +8,6 @@ use memtree_core::{
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -24,7 +23,7 @@ use rmcp::{
 
 use memtree_sessions::{Sessions, layer};
 
-use crate::{arguments, prompts};
+use crate::prompts;
 
 /// Every tool this server can expose, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &[
@@ -254,10 +253,7 @@ impl MemtreeServer {
         tools: Option<&[String]>,
         sessions: Option<Arc<Sessions>>,
     ) -> Result<MemtreeServer, UnknownTool> {
-        let mut tool_router = Self::tool_router();
-        for route in tool_router.map.values_mut() {
-            route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
-        }
+        let mut tool_router = crate::profile::compacted(Self::tool_router());
         if let Some(wanted) = tools {
             if let Some(unknown) = wanted.iter().find(|t| !TOOL_NAMES.contains(&t.as_str())) {
                 return Err(UnknownTool(unknown.clone()));
@@ -592,12 +588,7 @@ impl ServerHandler for MemtreeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(tool) = self.tool_router.get(&request.name)
-            && let Err(text) = arguments::check(tool, request.arguments.as_ref())
-        {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-        }
-        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+        crate::profile::checked_call(self, &self.tool_router, request, context).await
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -7,17 +7,14 @@ use std::sync::Arc;
 
 use memtree_core::{DocId, MemoryError, Namespaced, front_matter, sections};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 
-use crate::arguments;
 use crate::profile::{Answer, Failure, answer, size_of};
 
 /// What the root is called in this profile.
@@ -156,10 +153,7 @@ fn write_result(trees: &Namespaced, id: &DocId, split: bool, new_files: &[DocId]
 
 impl V2Server {
     pub fn new(trees: Arc<Namespaced>) -> V2Server {
-        let mut tool_router = Self::tool_router();
-        for route in tool_router.map.values_mut() {
-            route.attr.input_schema = Arc::new(arguments::compact_schema(&route.attr.input_schema));
-        }
+        let tool_router = crate::profile::compacted(Self::tool_router());
         V2Server { trees, tool_router }
     }
 }
@@ -321,12 +315,7 @@ impl ServerHandler for V2Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(tool) = self.tool_router.get(&request.name)
-            && let Err(text) = arguments::check(tool, request.arguments.as_ref())
-        {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-        }
-        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+        crate::profile::checked_call(self, &self.tool_router, request, context).await
     }
 
     fn get_info(&self) -> ServerConfig {
