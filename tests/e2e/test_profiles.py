@@ -184,3 +184,20 @@ async def test_v2_writes_reads_searches_and_splits(serve, store):
         assert r["success"] and r["split_triggered"] and len(r["new_files"]) == 6
         assert r["new_files"][0] == "projects/big/part_0"
         assert r["size_bytes"] < 1000
+
+
+async def test_a_profile_is_served_over_http_too(store, base_env):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    from helpers import http_server
+
+    with http_server(store, base_env, "--token", "t0ken", "--profile", "v2") as addr:
+        async with create_mcp_http_client(headers={"Authorization": "Bearer t0ken"}) as client:
+            async with streamable_http_client(f"http://{addr}/mcp", http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    assert {t.name for t in (await session.list_tools()).tools} == V2_TOOLS
+                    r = await session.call_tool("write_memory", {"content": "# Notes\n", "path": "notes"})
+                    assert json.loads(r.content[0].text)["path"] == "notes"
+    assert docs(store)["notes"] == "# Notes\n"
