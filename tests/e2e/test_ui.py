@@ -34,7 +34,7 @@ SILICA = (
     "## Team\n\nAda leads; Bob is on call.\n"
 )
 QUARTZ = "# Quartz\n\nThe search front end, written in TypeScript.\n"
-PEOPLE = "# People\n\nAda and Bob.\n"
+PEOPLE = "# People\n\nAda and Bob.\n\nThey run [Silica](projects/silica.md).\n"
 HOSTILE = (
     "# Hostile\n\nAn agent wrote markup into memory.\n\n<script>alert('script')</script>\n\n"
     "<img src=\"x\" onerror=\"alert('onerror')\">\n\n[click me](javascript:alert('link'))\n\n"
@@ -201,13 +201,18 @@ def test_the_graph_draws_every_document(ui: str, page) -> None:
     page.goto(ui + "/graph")
     assert page.locator("svg.graph circle").count() == 5
     assert page.locator("svg.graph line").count() == 4
+    # The reference from people to projects/silica, drawn apart from the tree.
+    assert page.locator("svg.graph g.references path").count() == 1
     shot(page, "graph")
     page.locator("svg.graph a", has=page.locator("title", has_text="people")).first.click()
     page.wait_for_url("**/doc/people")
+    # A reference on a page leads to the document it names.
+    page.locator("article").get_by_role("link", name="Silica").click()
+    page.wait_for_url("**/doc/projects/silica")
 
 
 def test_history_diffs_and_restores(ui: str, page, store: Path, base_env: dict[str, str]) -> None:
-    write(store, base_env, "people", "# People\n\nAda, Bob and Dan.\n")
+    write(store, base_env, "people", PEOPLE.replace("Ada and Bob.", "Ada, Bob and Dan."))
     page.goto(ui + "/history/people")
     rows = page.locator("table.versions tr")
     assert rows.count() >= 2
