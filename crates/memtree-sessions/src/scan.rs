@@ -16,6 +16,12 @@ use crate::record::{Agent, Event, FileState, Item, MAX_INDEXED, Parsed, capped};
 use crate::summary::Summary;
 use crate::{SessionError, claude, codex};
 
+/// Bytes read from a transcript at a time (tiny in unit tests, so that
+/// they cross chunk ends).
+const CHUNK: u64 = if cfg!(test) { 97 } else { 16 << 20 };
+/// A line longer than this is skipped (counted malformed), not held whole.
+const MAX_LINE: usize = if cfg!(test) { 1000 } else { 64 << 20 };
+
 /// Where transcripts are, and what to leave out.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
@@ -150,16 +156,72 @@ fn scan_file(
         scanned.excluded += usize::from(state.excluded);
         return Ok(tx.commit()?);
     }
-    let bytes =
-        read_from(path, offset).map_err(|e| SessionError::Io { path: path.into(), why: e.to_string() })?;
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |at| at + 1);
-    if complete < bytes.len() {
+    let io = |e: std::io::Error| SessionError::Io { path: path.into(), why: e.to_string() };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    file.seek(SeekFrom::Start(offset)).map_err(io)?;
+    // Read a chunk at a time, so that memory stays bounded whatever the
+    // file's size; a line is parsed once it is complete.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut consumed = 0u64;
+    let mut skipping = false;
+    let mut any = false;
+    loop {
+        let read = (&mut file).take(CHUNK).read_to_end(&mut carry).map_err(io)?;
+        if read == 0 {
+            break;
+        }
+        if skipping {
+            // The rest of a line too long to index.
+            let Some(end) = carry.iter().position(|b| *b == b'\n') else {
+                consumed += carry.len() as u64;
+                carry.clear();
+                continue;
+            };
+            consumed += end as u64 + 1;
+            carry.drain(..=end);
+            skipping = false;
+        }
+        let Some(last) = carry.iter().rposition(|b| *b == b'\n') else {
+            if carry.len() > MAX_LINE {
+                scanned.malformed += 1;
+                consumed += carry.len() as u64;
+                carry.clear();
+                skipping = true;
+            }
+            continue;
+        };
+        let complete = last + 1;
+        let events = parse_lines(agent, &carry[..complete], &mut state, scanned);
+        let project = project_of(agent, path, &state);
+        state.excluded = excluded(&project, state.cwd.as_deref(), &options.exclude);
+        if !state.excluded && !events.is_empty() {
+            scanned.passages += index_events(&tx, agent, path, &key, &project, &state, &events)?;
+        }
+        any = true;
+        scanned.bytes += complete as u64;
+        consumed += complete as u64;
+        carry.drain(..complete);
+    }
+    if !carry.is_empty() {
         scanned.partial += 1;
     }
-    scanned.read += usize::from(complete > 0);
-    scanned.bytes += complete as u64;
+    scanned.read += usize::from(any);
+    scanned.excluded += usize::from(state.excluded);
+    let offset = offset + consumed;
+    let session_key = format!("{}:{}", agent.as_str(), session_of(path, &state));
+    let state_json = serde_json::to_string(&state).expect("file state serialises");
+    tx.execute(
+        "INSERT INTO files(path, agent, key, offset, size, mtime, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT(path) DO UPDATE SET key = ?3, offset = ?4, size = ?5, mtime = ?6, state = ?7",
+        params![key, agent.as_str(), session_key, offset as i64, size as i64, mtime, state_json],
+    )?;
+    Ok(tx.commit()?)
+}
+
+/// The events of complete lines, counting what is skipped.
+fn parse_lines(agent: Agent, bytes: &[u8], state: &mut FileState, scanned: &mut Scanned) -> Vec<Event> {
     let mut events = Vec::new();
-    for line in bytes[..complete].split(|b| *b == b'\n') {
+    for line in bytes.split(|b| *b == b'\n') {
         let Ok(line) = std::str::from_utf8(line) else {
             scanned.malformed += 1;
             continue;
@@ -170,8 +232,8 @@ fn scan_file(
         }
         scanned.lines += 1;
         let parsed = match agent {
-            Agent::Claude => claude::parse(line, &mut state),
-            Agent::Codex => codex::parse(line, &mut state),
+            Agent::Claude => claude::parse(line, state),
+            Agent::Codex => codex::parse(line, state),
         };
         match parsed {
             Parsed::Events(found) => events.extend(found),
@@ -180,37 +242,7 @@ fn scan_file(
             Parsed::Malformed => scanned.malformed += 1,
         }
     }
-    let project = project_of(agent, path, &state);
-    state.excluded = excluded(&project, state.cwd.as_deref(), &options.exclude);
-    if state.excluded {
-        scanned.excluded += 1;
-    } else if !events.is_empty() {
-        scanned.passages += index_events(&tx, agent, path, &key, &project, &state, &events)?;
-    }
-    let session_key = format!("{}:{}", agent.as_str(), session_of(path, &state));
-    let state_json = serde_json::to_string(&state).expect("file state serialises");
-    tx.execute(
-        "INSERT INTO files(path, agent, key, offset, size, mtime, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT(path) DO UPDATE SET key = ?3, offset = ?4, size = ?5, mtime = ?6, state = ?7",
-        params![
-            key,
-            agent.as_str(),
-            session_key,
-            (offset + complete as u64) as i64,
-            size as i64,
-            mtime,
-            state_json
-        ],
-    )?;
-    Ok(tx.commit()?)
-}
-
-fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    events
 }
 
 /// Adds a file's new events to the passages and its session's summary.
@@ -329,6 +361,35 @@ mod tests {
             session_from_name(Path::new("f1841639-d15f-4a27-8106-f89023b3ea24.jsonl")),
             "f1841639-d15f-4a27-8106-f89023b3ea24"
         );
+    }
+
+    #[test]
+    fn lines_cross_chunks_and_an_overlong_one_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("claude").join("-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let line = |text: &str| {
+            format!(
+                r#"{{"type":"user","sessionId":"s1","cwd":"/p","timestamp":"2026-01-01T00:00:00Z","message":{{"content":"{text}"}}}}"#
+            )
+        };
+        let body = format!(
+            "{}\n{}\n{}\n{}",
+            line("first request"),
+            line(&"x".repeat(3000)),
+            line("last request"),
+            "{\"type\""
+        );
+        std::fs::write(project.join("s1.jsonl"), &body).unwrap();
+        let index = SessionIndex::open(&dir.path().join("s.sqlite")).unwrap();
+        let options = ScanOptions { claude: Some(dir.path().join("claude")), ..ScanOptions::default() };
+        let scanned = index.scan(&options).unwrap();
+        assert_eq!((scanned.malformed, scanned.partial, scanned.passages), (1, 1, 2), "{scanned:?}");
+        let summary = index.recent(&crate::Filter::default(), 5).unwrap().remove(0);
+        assert_eq!(summary.requests, ["first request", "last request"]);
+        // The unfinished last line waits; nothing before it is read again.
+        let again = index.scan(&options).unwrap();
+        assert_eq!((again.bytes, again.passages, again.partial), (0, 0, 1));
     }
 
     #[test]
