@@ -108,6 +108,11 @@ async def test_layered_writes_and_reads_knowledge_files(serve, store, transcript
         r = await call(m, "validate_knowledge")
         assert r["overall_health"] == "good" and r["issues"] == [], r
 
+        for tool, args in [("update_knowledge_file", {"filename": "root.md", "content": "# gone"}),
+                           ("delete_knowledge_file", {"filename": "root.md"})]:
+            r = await call(m, tool, args)
+            assert not r["success"] and "holds the links of every knowledge file" in r["error"], r
+        assert "[[infrastructure]]" in docs(store)["root"]
         r = await call(m, "delete_knowledge_file", {"filename": "api-conventions.md"})
         assert (r["action"], r["deleted"]) == ("deleted", ["api-conventions"])
         assert "api-conventions" not in docs(store)

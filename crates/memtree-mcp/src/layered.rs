@@ -164,6 +164,18 @@ fn domain_id(domain: &str) -> Result<DocId, Failure> {
         .map_err(|_| Failure::InJson(format!("Invalid filename (path traversal blocked): {domain}")))
 }
 
+/// The document a `filename` names, to be overwritten or deleted: not
+/// root, which holds the links that make every file part of the tree.
+fn writable_file_id(filename: &str) -> Result<DocId, Failure> {
+    let id = file_id(filename)?;
+    if id.is_root() {
+        return Err(Failure::InJson(format!(
+            "{filename} holds the links of every knowledge file; it is changed through the files themselves"
+        )));
+    }
+    Ok(id)
+}
+
 /// The document a `filename` names, which must end in `.md`.
 fn file_id(filename: &str) -> Result<DocId, Failure> {
     let Some(stem) = filename.strip_suffix(".md") else {
@@ -555,7 +567,7 @@ impl LayeredServer {
         Parameters(args): Parameters<WriteFileArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         answer(&self.trees, move |trees| {
-            let id = file_id(&args.filename)?;
+            let id = writable_file_id(&args.filename)?;
             let memory = trees.own();
             if !memory.exists(&id)? {
                 return Err(Failure::InJson(format!(
@@ -580,7 +592,7 @@ impl LayeredServer {
         Parameters(args): Parameters<FileArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         answer(&self.trees, move |trees| {
-            let id = file_id(&args.filename)?;
+            let id = writable_file_id(&args.filename)?;
             let size = size_of(trees, &id);
             match trees.own().delete_document(&id) {
                 Ok(outcome) => Ok(Answer::Json(json!({
