@@ -49,8 +49,14 @@ fn deserializers() -> Vec<(&'static str, Deserializer)> {
         ("recall", de::<RecallArgs>),
         ("history", de::<HistoryArgs>),
         ("restore", de::<RestoreArgs>),
+        ("validate", de::<NoArgs>),
     ]
 }
+
+/// A tool without arguments: any name is unknown.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
 
 struct Case {
     tool: Tool,
@@ -60,7 +66,7 @@ struct Case {
 static CASES: LazyLock<Vec<Case>> = LazyLock::new(|| {
     let memory = Memory::open(Arc::new(memtree_store::InMemoryStorage::new()), MemorySettings::default())
         .expect("an in-memory store opens");
-    let server = MemtreeServer::new(Arc::new(Namespaced::single(Arc::new(memory))), None)
+    let server = MemtreeServer::new(Arc::new(Namespaced::single(Arc::new(memory))), None, None)
         .expect("all tools are known");
     let deserializers = deserializers();
     server
