@@ -142,6 +142,18 @@ async def test_layered_l0_in_the_generic_format(serve, store):
         assert r["format"] == "generic" and r["content"].startswith("[dev.md] ")
 
 
+async def test_layered_l0_stays_within_its_budget(serve, store):
+    # The tool's answer gets 16 times the index budget: 320 bytes here.
+    async with serve(args=["--profile", "layered"], env={"MEMTREE_INDEX_BUDGET": "20"}) as m:
+        for i in range(12):
+            await call(m, "inject_knowledge", {"domain": f"topic{i:02}", "section": "Notes", "content": f"Fact {i}."})
+        r = await call(m, "get_l0_index")
+        lines = r["content"].split("\n")
+        assert r["total_entries"] == 12
+        assert len(r["content"]) < 400 and lines[-1] == f"# … and {12 - (len(lines) - 1)} more files (recall_knowledge finds them)"
+        assert lines[0] == "[L0] topic00: Fact 0 → knowledge/topic00.md"
+
+
 async def test_v2_writes_reads_searches_and_splits(serve, store):
     async with serve(args=["--profile", "v2"]) as m:
         tools = await tools_of(m)

@@ -190,24 +190,38 @@ fn file_of(id: &DocId) -> String {
     format!("{id}.md")
 }
 
-/// Every document but root, in the tree's order, with its summary.
-fn entries(trees: &Namespaced) -> Result<Vec<(DocId, String)>, MemoryError> {
-    let memory = trees.own();
-    let tree = memory.tree()?;
-    let mut out = Vec::new();
-    for entry in tree.outline() {
-        if !entry.id.is_root() {
-            out.push((entry.id.clone(), memory.summary(entry.id)?));
-        }
-    }
-    Ok(out)
+/// How many knowledge files there are: every document but root.
+fn file_count(trees: &Namespaced) -> Result<usize, MemoryError> {
+    Ok(trees.own().tree()?.len().saturating_sub(1))
 }
 
-fn l0_index(trees: &Namespaced, format: L0Format) -> Result<(usize, String), MemoryError> {
-    let entries = entries(trees)?;
-    let lines: Vec<String> = entries.iter().map(|(id, summary)| format.line(id.as_str(), summary)).collect();
-    Ok((lines.len(), lines.join("\n")))
+/// The L0 index: a line per document but root, in the tree's order,
+/// within `budget` bytes; a last `#` line (which L0 readers skip) says how
+/// many files it leaves out. Only the documents listed are read. Answers
+/// how many files there are, and the text.
+fn l0_index(trees: &Namespaced, format: L0Format, budget: usize) -> Result<(usize, String), MemoryError> {
+    let memory = trees.own();
+    let tree = memory.tree()?;
+    let files = tree.len().saturating_sub(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut used = 0;
+    for entry in tree.outline().into_iter().filter(|e| !e.id.is_root()) {
+        let line = format.line(entry.id.as_str(), &memory.summary(entry.id)?);
+        if used + line.len() + 1 > budget {
+            break;
+        }
+        used += line.len() + 1;
+        lines.push(line);
+    }
+    if lines.len() < files {
+        lines.push(format!("# … and {} more files (recall_knowledge finds them)", files - lines.len()));
+    }
+    Ok((files, lines.join("\n")))
 }
+
+/// The room the L0 index's tool answers get: far more than the index in
+/// the instructions, but a bound on what a call puts into a context.
+const L0_TOOL_BUDGET_FACTOR: usize = 16;
 
 impl LayeredServer {
     pub fn new(trees: Arc<Namespaced>, sessions: Option<Arc<Sessions>>, format: L0Format) -> LayeredServer {
@@ -343,7 +357,7 @@ impl LayeredServer {
                 "success": true,
                 "keyword": args.keyword,
                 "search_mode": args.search_mode.unwrap_or_else(|| "bm25".into()),
-                "total_files": entries(trees)?.len(),
+                "total_files": file_count(trees)?,
                 "matched_files": results.len(),
                 "results": results,
             })))
@@ -377,7 +391,8 @@ impl LayeredServer {
     async fn get_l0_index(&self) -> Result<CallToolResult, ErrorData> {
         let format = self.format;
         answer(&self.trees, move |trees| {
-            let (total, content) = l0_index(trees, format)?;
+            let budget = trees.own().outline_budget() * L0_TOOL_BUDGET_FACTOR;
+            let (total, content) = l0_index(trees, format, budget)?;
             Ok(Answer::Json(json!({
                 "success": true, "source": "generated", "format": format.name(), "total_entries": total,
                 "content": content,
@@ -621,7 +636,8 @@ impl LayeredServer {
                     Failure::InJson(format!("Invalid format: '{name}'. Must be 'hermes' or 'generic'."))
                 })?,
             };
-            let (total, content) = l0_index(trees, format)?;
+            let budget = trees.own().outline_budget() * L0_TOOL_BUDGET_FACTOR;
+            let (total, content) = l0_index(trees, format, budget)?;
             let mut report = json!({
                 "success": true, "l0_file": null, "l0_format": format.name(), "l1_files_found": total,
                 "entries_added": 0, "entries_removed": 0, "entries_unchanged": total, "total_entries": total,
@@ -679,7 +695,7 @@ impl LayeredServer {
             memory.update_document(&id, &new, Some(&version))?;
             Ok(Answer::Json(json!({
                 "success": true, "action": args.action, "domain": args.domain, "l0_file": null,
-                "total_entries": entries(trees)?.len(),
+                "total_entries": file_count(trees)?,
             })))
         })
         .await
@@ -718,7 +734,7 @@ impl ServerHandler for LayeredServer {
 
     fn get_info(&self) -> ServerConfig {
         let mut instructions = INSTRUCTIONS.to_owned();
-        if let Ok((_, index)) = l0_index(&self.trees, self.format) {
+        if let Ok((_, index)) = l0_index(&self.trees, self.format, self.trees.own().outline_budget()) {
             instructions = format!("{instructions}\n\nL0 index:\n{index}");
         }
         ServerConfig::new(

@@ -152,7 +152,7 @@ impl Memory {
     }
 
     /// The configured byte budget of the outline.
-    pub(crate) fn outline_budget(&self) -> usize {
+    pub fn outline_budget(&self) -> usize {
         self.settings.outline_budget
     }
 }

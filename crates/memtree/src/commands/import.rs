@@ -44,10 +44,9 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     let mut plan = memtree_import::plan(&args.path, format, &options)
         .map_err(|e| Failure::User(format!("Error: path: {e}")))?;
     let label = format!("import {} ({})", args.path.display(), plan.report.format);
-    memory.import(&under, &plan.import, &label, true)?;
+    memory.import(&under, &plan.import, &label, args.dry_run)?;
     if !args.dry_run {
         copy_attachments(settings, &mut plan)?;
-        memory.import(&under, &plan.import, &label, false)?;
         memory.flush_history(None)?;
     }
     plan.report.written = !args.dry_run;
@@ -59,8 +58,8 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Copies the attachments beside the notes, before the notes that link
-/// them exist; a file already there is left as it is.
+/// Copies the attachments beside the notes the engine accepted (a refused
+/// import copies nothing); a file already there is left as it is.
 fn copy_attachments(settings: &Settings, plan: &mut memtree_import::Plan) -> Result<(), Failure> {
     let Place::Folder(store) = settings.own_place() else {
         if !plan.attachments.is_empty() {
