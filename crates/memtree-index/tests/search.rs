@@ -104,6 +104,7 @@ fn a_typo_stands_for_words_the_store_still_uses() {
             .collect::<Result<Vec<_>, _>>()
             .unwrap()
     };
+    memory.settle_index();
     let written = spellings();
     assert!(written.contains(&("pool".to_owned(), 1)) && !written.iter().any(|(w, _)| w == "pgbouncer"));
     memory.reindex(&mut |_, _| {}).unwrap();
@@ -333,10 +334,26 @@ fn packs_keep_the_budget_group_by_scope_and_log_use() {
 }
 
 #[test]
+fn a_write_is_in_the_index_once_its_engine_is_gone() {
+    // A command that writes and exits: the indexing thread's queue is not
+    // lost with the process.
+    let (dir, memory) = store();
+    memory.update_document(&id("people"), "# People\nDora runs the night shift.\n", None).unwrap();
+    drop(memory);
+    let index = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+    let file = std::fs::metadata(dir.path().join("people.md")).unwrap();
+    let stamp = memtree_core::SearchIndex::stamp(&index, &id("people")).unwrap().expect("indexed");
+    assert_eq!(stamp.len, file.len(), "the index holds the text written last");
+}
+
+#[test]
 fn two_processes_share_one_index() {
     let (dir, first) = store();
     let second = open(dir.path());
     first.update_document(&id("people"), "# People\nCarol joined the platform team.\n", None).unwrap();
+    // The writer finds its write at once; another process once the
+    // writer's indexing thread has committed it, a moment later.
+    assert_eq!(cites(&first, "carol platform"), ["people#People"]);
     assert_eq!(cites(&second, "carol platform"), ["people#People"]);
 }
 

@@ -124,7 +124,7 @@ impl Memory {
 
     /// How far the index is from the documents, without changing either.
     fn index_health(&self) -> Result<Option<Finding>, MemoryError> {
-        let Some(index) = &self.index else {
+        let Ok(index) = self.settled_index() else {
             return Ok(None);
         };
         let listing = self.storage.list()?;

@@ -3,14 +3,14 @@
 //! files changed by other programs, and rebuilt whole.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::Memory;
 use crate::answer::Reconciliation;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
-use crate::index::{IndexProgress, IndexStats, IndexedDoc, Usage, content_hash};
-use crate::storage::{Change, Stamp};
+use crate::index::{IndexProgress, IndexStats, IndexedDoc, SearchIndex, Usage, content_hash};
+use crate::storage::{Change, Stamp, Storage};
 
 /// The state of an index catching up with the documents (a server's
 /// reconciliation at start), which searches wait for.
@@ -70,7 +70,7 @@ impl Memory {
     /// Brings the index up to date with the documents: stamps first, then
     /// content hashes only where a stamp changed.
     pub fn reconcile(&self) -> Result<Reconciliation, MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let index = self.settled_index()?;
         let _catching_up = self.catching_up.begin();
         self.restore_invariants()?;
         let listing = self.storage.list()?;
@@ -111,7 +111,7 @@ impl Memory {
 
     /// Rebuilds the index from every document; `progress(done, total)`.
     pub fn reindex(&self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize, MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let index = self.settled_index()?;
         self.restore_invariants()?;
         let listing = self.storage.list()?;
         index.clear()?;
@@ -130,7 +130,12 @@ impl Memory {
     /// a file watcher saw change, which include memtree's own writes.
     /// Returns the ids indexed again: those another program changed.
     pub fn reindex_changed(&self, ids: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        // A write of this process queues its documents for indexing before
+        // it lets go of the writer mutex: with the mutex, every write whose
+        // file the watcher saw is queued, and settled below, so it is not
+        // taken for a change made outside.
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let index = self.settled_index()?;
         let mut changed = Vec::new();
         for id in ids {
             if self.storage.stamp(id)? != index.stamp(id)? {
@@ -143,40 +148,58 @@ impl Memory {
 
     /// Index size and pack usage, for `status`.
     pub fn index_status(&self) -> Result<(IndexStats, Vec<Usage>), MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let index = self.settled_index()?;
         Ok((index.stats()?, index.usage()?))
     }
 
     /// Indexes `ids` again from their stored text (removing the gone ones).
     pub(super) fn refresh(&self, ids: &[DocId]) -> Result<(), MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
-        let mut docs = Vec::with_capacity(ids.len());
-        let mut gone = Vec::new();
-        for id in ids {
-            let stamp = self.storage.stamp(id)?;
-            match (stamp, self.storage.read(id)) {
-                (Some(stamp), Ok(Some(text))) => docs.push(IndexedDoc::from_text(id.clone(), &text, stamp)),
-                (_, Err(crate::storage::StorageError::Unreadable { .. })) => gone.push(id.clone()),
-                (_, Err(e)) => return Err(e.into()),
-                _ => gone.push(id.clone()),
-            }
-        }
-        index.upsert(&docs)?;
-        index.remove(&gone)?;
-        Ok(())
+        refresh(&*self.storage, &**self.settled_index()?, ids)
     }
 
-    /// Keeps the index in step with a change just applied. The documents
-    /// are safe on disk already, so an index failure is logged, not
-    /// returned: the next reconciliation repairs the index.
-    pub(super) fn index_change(&self, change: &Change) {
-        if self.index.is_none() {
-            return;
-        }
-        let mut ids: Vec<DocId> = change.puts.iter().map(|(id, _)| id.clone()).collect();
-        ids.extend(change.deletes.iter().cloned());
-        if let Err(error) = self.refresh(&ids) {
-            tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+    /// Indexes what this process's writes left queued. Everything that
+    /// reads the index through the engine does this itself; code holding
+    /// the index alone (tests, the embedding thread's caller) calls it.
+    pub fn settle_index(&self) {
+        if let Some(indexer) = &self.indexer {
+            indexer.settle();
         }
     }
+
+    /// The index, once every write of this process is in it.
+    pub(super) fn settled_index(&self) -> Result<&Arc<dyn SearchIndex>, MemoryError> {
+        self.settle_index();
+        self.index.as_ref().ok_or(MemoryError::NoIndex)
+    }
+
+    /// Queues the documents of a change just applied for indexing (see
+    /// [`super::indexer`]). The documents are safe on disk already, so an
+    /// index failure is logged, not returned: the next reconciliation
+    /// repairs the index.
+    pub(super) fn index_change(&self, change: &Change) {
+        let Some(indexer) = &self.indexer else { return };
+        indexer.push(change.puts.iter().map(|(id, _)| id.clone()).chain(change.deletes.iter().cloned()));
+    }
+}
+
+/// Indexes `ids` again from their stored text (removing the gone ones).
+pub(super) fn refresh(
+    storage: &dyn Storage,
+    index: &dyn SearchIndex,
+    ids: &[DocId],
+) -> Result<(), MemoryError> {
+    let mut docs = Vec::with_capacity(ids.len());
+    let mut gone = Vec::new();
+    for id in ids {
+        let stamp = storage.stamp(id)?;
+        match (stamp, storage.read(id)) {
+            (Some(stamp), Ok(Some(text))) => docs.push(IndexedDoc::from_text(id.clone(), &text, stamp)),
+            (_, Err(crate::storage::StorageError::Unreadable { .. })) => gone.push(id.clone()),
+            (_, Err(e)) => return Err(e.into()),
+            _ => gone.push(id.clone()),
+        }
+    }
+    index.upsert(&docs)?;
+    index.remove(&gone)?;
+    Ok(())
 }

@@ -17,6 +17,7 @@ mod edit;
 mod health;
 mod import;
 mod index_sync;
+mod indexer;
 mod lifecycle;
 mod move_document;
 mod read;
@@ -64,6 +65,8 @@ fn backoff(attempt: u32) -> std::time::Duration {
 pub struct Memory {
     storage: Arc<dyn Storage>,
     index: Option<Arc<dyn SearchIndex>>,
+    /// This process's writes waiting to be indexed (with an index).
+    indexer: Option<indexer::Indexer>,
     tokens: Option<Arc<dyn TokenCounter>>,
     history: Option<Arc<dyn History>>,
     settings: MemorySettings,
@@ -91,6 +94,7 @@ impl Memory {
         let memory = Memory {
             storage,
             index: None,
+            indexer: None,
             tokens: None,
             history: None,
             settings,
@@ -108,6 +112,7 @@ impl Memory {
     /// index is brought up to date with the documents before first use by
     /// [`Memory::reconcile`].
     pub fn with_index(mut self, index: Arc<dyn SearchIndex>, tokens: Arc<dyn TokenCounter>) -> Memory {
+        self.indexer = Some(indexer::Indexer::new(Arc::clone(&self.storage), Arc::clone(&index)));
         self.index = Some(index);
         self.tokens = Some(tokens);
         self

@@ -23,7 +23,7 @@ impl Memory {
         scope: Option<Scope>,
         under: Option<&DocId>,
     ) -> Result<Vec<Hit>, MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let index = self.settled_index()?;
         if query.trim().is_empty() {
             return Err(Refusal::Empty(Subject::Query).into());
         }
@@ -147,7 +147,7 @@ impl Memory {
 
     /// Logs that a memory pack drew on `ids`.
     pub(crate) fn record_use(&self, ids: &[DocId]) -> Result<(), MemoryError> {
-        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let index = self.settled_index()?;
         Ok(index.record_use(ids, self.settings.clock.now_ns())?)
     }
 

@@ -96,7 +96,7 @@ impl Memory {
     /// keeps current, else (no index, or a failing one) by the whole tree.
     pub(super) fn depth(&self, id: &DocId) -> Result<usize, MemoryError> {
         // The index is derived: when it fails, writes go on by the tree.
-        if let Some(path) = self.index.as_ref().and_then(|index| index.path(id).ok()) {
+        if let Some(path) = self.settled_index().ok().and_then(|index| index.path(id).ok()) {
             return Ok(path.len());
         }
         Ok(self.tree_unlocked()?.0.depth(id))
