@@ -36,6 +36,9 @@ fn store() -> (tempfile::TempDir, Memory) {
         "scratch",
         "---\nscope: ephemeral\nexpires: 2020-01-01\n---\n# Scratch\nStaging port is being migrated.\n",
     );
+    // Indexed now, as the tests then edit files behind the engine's back:
+    // otherwise the indexing thread, still at work, could read the edit.
+    memory.settle_index();
     (dir, memory)
 }
 
