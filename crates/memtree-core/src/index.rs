@@ -264,6 +264,17 @@ pub trait SearchIndex: Send + Sync {
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError>;
     /// Every indexed document's stamp and hash, for reconciliation.
     fn stamps(&self) -> Result<Vec<(DocId, Stamp, u64)>, IndexError>;
+    /// Queues documents a write just changed, to be indexed by whichever
+    /// process reads the index next (or the writer's indexing thread): the
+    /// queue is in the index, so another process's search finds a write
+    /// acknowledged before it, and a crash loses nothing queued.
+    fn enqueue(&self, ids: &[DocId]) -> Result<(), IndexError>;
+    /// The queued documents, and the queue position they reach; `None`
+    /// when nothing waits.
+    fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError>;
+    /// Drops the queue up to `through`, once those documents are indexed
+    /// (what was queued after stays).
+    fn dequeue(&self, through: i64) -> Result<(), IndexError>;
     /// Records that a document with an unchanged hash now has `stamp`.
     fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError>;
     /// The passages that match, best BM25 score first; ranking them is

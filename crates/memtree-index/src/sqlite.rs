@@ -27,7 +27,7 @@ use crate::scoring::{Postings, Tiers, best, rank};
 use crate::terms::{Stems, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
-const SCHEMA_VERSION: &str = "8";
+const SCHEMA_VERSION: &str = "9";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS chunks(passage INTEGER NOT NULL, ord INTEGER NOT NULL
 CREATE INDEX IF NOT EXISTS chunks_key ON chunks(key);
 CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, model TEXT NOT NULL, key INTEGER NOT NULL,
     vector BLOB NOT NULL, UNIQUE(model, key));
+CREATE TABLE IF NOT EXISTS queue(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL);
 ";
 
 pub struct SqliteIndex {
@@ -180,7 +181,8 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
                 "DROP TABLE IF EXISTS vocab; DROP TABLE IF EXISTS words_vocab; DROP TABLE IF EXISTS words;
                  DROP TABLE IF EXISTS fts_instances; DROP TABLE IF EXISTS fts_rows; DROP TABLE IF EXISTS totals;
                  DROP TABLE IF EXISTS spellings; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;",
+                 DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;
+                 DROP TABLE IF EXISTS queue;",
             )?;
             conn.execute_batch(SCHEMA)?;
             conn.execute("INSERT INTO totals VALUES (0, ?1, 0, 0)", [new_generation()])?;
@@ -508,6 +510,37 @@ impl SearchIndex for SqliteIndex {
             }
         }
         Ok(out)
+    }
+
+    fn enqueue(&self, ids: &[DocId]) -> Result<(), IndexError> {
+        self.write(|tx| {
+            let mut insert = tx.prepare_cached("INSERT INTO queue(id) VALUES (?1)")?;
+            for id in ids {
+                insert.execute([id.as_str()])?;
+            }
+            Ok(((), Change::default()))
+        })
+    }
+
+    fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT seq, id FROM queue ORDER BY seq").map_err(self.err())?;
+        let rows =
+            stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(self.err())?;
+        let (mut through, mut ids) = (None, Vec::new());
+        for row in rows {
+            let (seq, id) = row.map_err(self.err())?;
+            through = Some(seq);
+            ids.extend(DocId::parse(&id).ok());
+        }
+        Ok(through.map(|through| (through, ids)))
+    }
+
+    fn dequeue(&self, through: i64) -> Result<(), IndexError> {
+        self.write(|tx| {
+            tx.execute("DELETE FROM queue WHERE seq <= ?1", [through])?;
+            Ok(((), Change::default()))
+        })
     }
 
     fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError> {

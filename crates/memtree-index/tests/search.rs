@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use memtree_core::SearchIndex as _;
 use memtree_core::front_matter::Scope;
 use memtree_core::{DocId, Finding, Memory, MemorySettings, TokenCounter};
 use memtree_index::{BpeCounter, SqliteIndex};
@@ -350,14 +351,32 @@ fn a_write_is_in_the_index_once_its_engine_is_gone() {
 }
 
 #[test]
+fn a_write_queued_by_another_process_is_found_by_the_next_search() {
+    let (dir, memory) = store();
+    // As a writer that queued its document and was killed before indexing it.
+    std::fs::write(dir.path().join("people.md"), "# People\nErin tends the apiary.\n").unwrap();
+    let other = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+    other.enqueue(&[id("people")]).unwrap();
+    other.enqueue(&[id("people"), id("scratch")]).unwrap();
+    let (through, queued) = other.queued().unwrap().expect("queued");
+    assert_eq!(queued, [id("people"), id("people"), id("scratch")]);
+    assert_eq!(cites(&memory, "apiary"), ["people#People"]);
+    assert_eq!(other.queued().unwrap(), None, "the search indexed the queue and emptied it");
+    // Emptied up to a position: what was queued after it stays.
+    other.enqueue(&[id("infra")]).unwrap();
+    other.dequeue(through).unwrap();
+    assert_eq!(other.queued().unwrap().map(|(_, ids)| ids), Some(vec![id("infra")]));
+}
+
+#[test]
 fn two_processes_share_one_index() {
     let (dir, first) = store();
     let second = open(dir.path());
     first.update_document(&id("people"), "# People\nCarol joined the platform team.\n", None).unwrap();
-    // The writer finds its write at once; another process once the
-    // writer's indexing thread has committed it, a moment later.
-    assert_eq!(cites(&first, "carol platform"), ["people#People"]);
+    // At once, whether or not the writer's indexing thread got to it: the
+    // write is queued in the index, and a search indexes what is queued.
     assert_eq!(cites(&second, "carol platform"), ["people#People"]);
+    assert_eq!(cites(&first, "carol platform"), ["people#People"]);
 }
 
 #[test]

@@ -178,7 +178,9 @@ impl Memory {
     /// repairs the index.
     pub(super) fn index_change(&self, change: &Change) {
         let Some(indexer) = &self.indexer else { return };
-        indexer.push(change.puts.iter().map(|(id, _)| id.clone()).chain(change.deletes.iter().cloned()));
+        let ids: Vec<DocId> =
+            change.puts.iter().map(|(id, _)| id.clone()).chain(change.deletes.iter().cloned()).collect();
+        indexer.push(&ids);
     }
 }
 

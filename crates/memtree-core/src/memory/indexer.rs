@@ -1,11 +1,12 @@
 //! Indexing a write beside the requests: a change is acknowledged once its
-//! files are durable, and the documents it touched are indexed by a thread
-//! of their own, so a writer does not wait for the index (derived state,
-//! rebuilt from the files at any time). Several writes waiting are indexed
-//! in one transaction. Anything in this process that reads the index first
-//! indexes what is still waiting ([`Indexer::settle`]), so a search after a
-//! write finds it; a crash before the thread got to a write leaves a stale
-//! stamp, which the next start's reconciliation repairs.
+//! files are durable and its documents are queued in the index (a small
+//! insert, no full-text work), and a thread of its own indexes them, so a
+//! writer does not wait for the full-text index. Several writes queued
+//! meanwhile are indexed in one transaction. Whatever reads the index, in
+//! this process or another, first indexes what the queue holds
+//! ([`Indexer::settle`]), so a search finds every write acknowledged before
+//! it; a crash leaves the queue, or at worst a stale stamp, for the next
+//! reader or the next start's reconciliation.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -14,7 +15,7 @@ use crate::doc_id::DocId;
 use crate::index::SearchIndex;
 use crate::storage::Storage;
 
-/// The documents written and not indexed yet, and the thread indexing them.
+/// The thread indexing what this process's writes queue.
 pub(super) struct Indexer {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -23,16 +24,16 @@ pub(super) struct Indexer {
 struct Shared {
     storage: Arc<dyn Storage>,
     index: Arc<dyn SearchIndex>,
-    waiting: Mutex<Waiting>,
-    wake: Condvar,
-    /// Held while documents taken from `waiting` are being indexed, so that
-    /// a reader that finds nothing waiting still waits for them.
+    wake: Mutex<Wake>,
+    woken: Condvar,
+    /// Held while queued documents are being indexed, so that a reader in
+    /// this process waits for the work in hand rather than doing it twice.
     indexing: Mutex<()>,
 }
 
 #[derive(Default)]
-struct Waiting {
-    ids: Vec<DocId>,
+struct Wake {
+    queued: bool,
     closed: bool,
 }
 
@@ -41,8 +42,8 @@ impl Indexer {
         let shared = Arc::new(Shared {
             storage,
             index,
-            waiting: Mutex::default(),
-            wake: Condvar::new(),
+            wake: Mutex::default(),
+            woken: Condvar::new(),
             indexing: Mutex::new(()),
         });
         let worker = Arc::clone(&shared);
@@ -54,20 +55,26 @@ impl Indexer {
         Indexer { shared, thread }
     }
 
-    /// Queues `ids`, written by this process, to be indexed.
-    pub(super) fn push(&self, ids: impl IntoIterator<Item = DocId>) {
-        let mut waiting = self.shared.lock_waiting();
-        waiting.ids.extend(ids);
-        drop(waiting);
-        if self.thread.is_some() {
-            self.shared.wake.notify_one();
-        } else {
-            self.settle();
+    /// Queues `ids`, just written, to be indexed. When the queue cannot be
+    /// written (a read-only index), they are indexed here and now.
+    pub(super) fn push(&self, ids: &[DocId]) {
+        if let Err(error) = self.shared.index.enqueue(ids) {
+            tracing::debug!(%error, "cannot queue for the index; indexing at once");
+            self.shared.index_now(ids);
+            return;
+        }
+        match self.thread {
+            Some(_) => {
+                self.shared.lock_wake().queued = true;
+                self.shared.woken.notify_one();
+            }
+            None => self.settle(),
         }
     }
 
-    /// Indexes what is waiting, in the caller's thread, after the work the
-    /// thread has in hand: the index then holds every write acknowledged.
+    /// Indexes what the queue holds, in the caller's thread, after the
+    /// work the thread has in hand: the index then holds every write
+    /// acknowledged so far, by this process or another.
     pub(super) fn settle(&self) {
         self.shared.settle();
     }
@@ -77,8 +84,8 @@ impl Drop for Indexer {
     /// Indexes what is left before the process goes on without it (a
     /// command that wrote and exits).
     fn drop(&mut self) {
-        self.shared.lock_waiting().closed = true;
-        self.shared.wake.notify_one();
+        self.shared.lock_wake().closed = true;
+        self.shared.woken.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -87,35 +94,50 @@ impl Drop for Indexer {
 }
 
 impl Shared {
-    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock_wake(&self) -> std::sync::MutexGuard<'_, Wake> {
+        self.wake.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn run(&self) {
         loop {
-            let waiting = self.lock_waiting();
-            let waiting = self
-                .wake
-                .wait_while(waiting, |w| w.ids.is_empty() && !w.closed)
-                .unwrap_or_else(|e| e.into_inner());
-            if waiting.closed {
+            let wake = self.lock_wake();
+            let mut wake =
+                self.woken.wait_while(wake, |w| !w.queued && !w.closed).unwrap_or_else(|e| e.into_inner());
+            if wake.closed {
                 return;
             }
-            drop(waiting);
+            wake.queued = false;
+            drop(wake);
             self.settle();
         }
     }
 
     fn settle(&self) {
         let _indexing = self.indexing.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ids = std::mem::take(&mut self.lock_waiting().ids);
-        if ids.is_empty() {
-            return;
-        }
+        let (through, mut ids) = match self.index.queued() {
+            Ok(Some(queued)) => queued,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the index queue");
+                return;
+            }
+        };
         ids.sort_unstable();
         ids.dedup();
-        if let Err(error) = super::index_sync::refresh(&*self.storage, &*self.index, &ids) {
-            tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+        // Indexed from the files as they are now: a write queued twice
+        // meanwhile is indexed once, at its latest text.
+        if self.index_now(&ids) {
+            self.index.dequeue(through).unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot clear the index queue; its documents are indexed again");
+            });
         }
+    }
+
+    fn index_now(&self, ids: &[DocId]) -> bool {
+        super::index_sync::refresh(&*self.storage, &*self.index, ids)
+            .inspect_err(|error| {
+                tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+            })
+            .is_ok()
     }
 }
