@@ -131,6 +131,23 @@ async def test_edits_by_other_programs_and_servers_are_found(serve, store):
         assert found[0][:2] == ("infra/runbooks", "Disk full")
 
 
+async def test_a_document_in_a_folder_made_while_serving_is_found(serve, store):
+    """The watcher watches each folder on its own (none under `.git` or
+    `.memtree`) and takes up a folder made while it runs, with what the
+    folder already held."""
+    async with serve() as m:
+        await m.build(STORE)
+        write_file(store, "projects/zeta/plan.md", "# Plan\n\n## Rollout\nThe quixotic rollout starts in May.\n")
+        write_file(store, "projects/zeta/later.md", "# Later\nA marmoset joins the rollout.\n")
+        found = []
+        for _ in range(60):
+            found = [h[0] for h in await search(m, "quixotic")] + [h[0] for h in await search(m, "marmoset")]
+            if len(found) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert found == ["projects/zeta/plan", "projects/zeta/later"], found
+
+
 async def test_files_changed_while_no_server_ran_are_indexed_at_start(serve, store):
     async with serve() as m:
         await m.build(STORE)

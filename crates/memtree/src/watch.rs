@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use memtree_core::{DocId, Memory};
-use notify::{EventKind, RecursiveMode, Watcher as _};
+use notify::{EventKind, RecursiveMode, Watcher};
 
 /// Events arriving within this window of each other are indexed together.
 const DEBOUNCE: Duration = Duration::from_millis(50);
@@ -28,6 +28,38 @@ fn doc_id(root: &Path, path: &Path) -> Option<DocId> {
     DocId::parse(&text.replace(std::path::MAIN_SEPARATOR, "/")).ok()
 }
 
+/// A folder whose files can hold documents: none under a hidden one
+/// (`.git`, whose every commit writes objects, `.memtree`, an editor's).
+fn holds_documents(root: &Path, dir: &Path) -> bool {
+    dir.strip_prefix(root).is_ok_and(|rel| {
+        rel.components().all(|c| c.as_os_str().to_str().is_some_and(|s| !s.starts_with('.')))
+    })
+}
+
+/// Watches `dir` and the folders under it that can hold documents, each on
+/// its own: a recursive watch would also follow `.git` and `.memtree`,
+/// where history and memtree's own bookkeeping write on every change and
+/// would wake this thread for nothing. With `new`, returns the documents
+/// found (a folder made and filled before its watch was set).
+fn watch_tree(watcher: &mut impl Watcher, root: &Path, dir: &Path, new: bool) -> notify::Result<Vec<DocId>> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        watcher.watch(&folder, RecursiveMode::NonRecursive)?;
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            // Not followed through a symlink, as the store's listing does not.
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() && holds_documents(root, &path) => folders.push(path),
+                Ok(kind) if kind.is_file() && new => found.extend(doc_id(root, &path)),
+                _ => {}
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// Watches `root` until the process ends, telling `changed` the documents
 /// written once they are indexed (none: anything may have changed).
 /// Failing to watch is logged, not fatal: searches still check their hits,
@@ -41,14 +73,14 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
             return;
         }
     };
-    if let Err(error) = watcher.watch(&root, RecursiveMode::Recursive) {
+    if let Err(error) = watch_tree(&mut watcher, &root, &root, false) {
         tracing::warn!(%error, "cannot watch the store; external edits are indexed at the next search or start");
         return;
     }
     std::thread::Builder::new()
         .name("memtree-watch".into())
         .spawn(move || {
-            let _watcher = watcher; // Dropping it would stop the events.
+            // Dropping the watcher would stop the events.
             while let Ok(first) = receiver.recv() {
                 let mut batch = vec![first];
                 let started = std::time::Instant::now();
@@ -63,7 +95,25 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
                         Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
-                        Ok(event) => ids.extend(event.paths.iter().filter_map(|p| doc_id(&root, p))),
+                        Ok(event) => {
+                            for path in &event.paths {
+                                // A folder made or moved in: watched from now
+                                // on, with what it already holds.
+                                if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_))
+                                    && holds_documents(&root, path)
+                                    && path.symlink_metadata().is_ok_and(|m| m.is_dir())
+                                {
+                                    match watch_tree(&mut watcher, &root, path, true) {
+                                        Ok(found) => ids.extend(found),
+                                        Err(error) => {
+                                            tracing::warn!(%error, "cannot watch a new folder; reconciling");
+                                            rescan = true;
+                                        }
+                                    }
+                                }
+                                ids.extend(doc_id(&root, path));
+                            }
+                        }
                         Err(error) => {
                             tracing::warn!(%error, "file watcher error; reconciling");
                             rescan = true;
@@ -95,6 +145,38 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The paths of the events that arrive within `wait`.
+    fn paths_seen(receiver: &mpsc::Receiver<notify::Result<notify::Event>>, wait: Duration) -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        while let Ok(event) = receiver.recv_timeout(wait) {
+            paths.extend(event.unwrap().paths);
+        }
+        paths
+    }
+
+    #[test]
+    fn hidden_folders_are_not_watched_and_new_folders_report_what_they_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for folder in ["notes/deep", ".git/objects/ab", ".memtree/history"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        let (sender, receiver) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(sender).unwrap();
+        assert!(watch_tree(&mut watcher, &root, &root, false).unwrap().is_empty());
+        std::fs::write(root.join(".git/objects/ab/cdef"), "blob").unwrap();
+        std::fs::write(root.join(".memtree/history/1.json"), "{}").unwrap();
+        std::fs::write(root.join("notes/deep/a.md"), "# a").unwrap();
+        let seen = paths_seen(&receiver, Duration::from_millis(300));
+        assert!(seen.contains(&root.join("notes/deep/a.md")), "{seen:?}");
+        assert!(seen.iter().all(|p| holds_documents(&root, p)), "nothing under a hidden folder: {seen:?}");
+        // A folder made and filled before its watch: its documents come back.
+        std::fs::create_dir_all(root.join("new/sub")).unwrap();
+        std::fs::write(root.join("new/sub/b.md"), "# b").unwrap();
+        let found = watch_tree(&mut watcher, &root, &root.join("new"), true).unwrap();
+        assert_eq!(found, [DocId::parse("new/sub/b").unwrap()]);
+    }
 
     #[test]
     fn only_document_paths_become_ids() {
