@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -245,6 +246,8 @@ def test_status(cli, store):
     # No embedding model: BM25 only, and both forms say so.
     assert data["embeddings"] is None
     assert "embeddings: off (BM25 only; see --embedding-model)\n" in r.out
+    # A command commits its change before it exits: no history backlog.
+    assert re.search(r"^history: recording every change \(every change has its version; \d+ pack files\)$", r.out, re.M), r.out
 
 
 def test_an_embedding_model_needs_a_build_with_embeddings(cli, store, tmp_path):

@@ -141,6 +141,37 @@ pub trait History: Send + Sync {
     /// newest version is whole), for `validate` and `status`; returns the
     /// problem and how many changes wait for their version.
     fn check(&self) -> Result<(), HistoryProblem>;
+
+    /// How far versions are behind the changes, for `status`. A history
+    /// that makes each version with its change has no backlog.
+    fn backlog(&self) -> Backlog {
+        Backlog::default()
+    }
+}
+
+/// Changes saved and waiting for their version (a server commits them in
+/// the background, several to a version when writes outpace it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Backlog {
+    pub queued: usize,
+    /// How long the oldest of them has waited, in seconds.
+    pub oldest_secs: Option<u64>,
+    /// Pack files holding the versions (a store's git repository).
+    pub packs: Option<usize>,
+}
+
+impl std::fmt::Display for Backlog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.queued, self.oldest_secs) {
+            (0, _) => f.write_str("every change has its version")?,
+            (n, Some(secs)) => write!(f, "{n} changes waiting for their version, the oldest for {secs} s")?,
+            (n, None) => write!(f, "{n} changes waiting for their version")?,
+        }
+        match self.packs {
+            Some(packs) => write!(f, "; {packs} pack files"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why history is not recording, and what waits meanwhile.

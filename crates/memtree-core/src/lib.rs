@@ -42,7 +42,7 @@ pub use cite::SHARED_PREFIX;
 pub use doc_id::{DocId, IdError};
 pub use error::{CrossTreeReason, MemoryError};
 pub use front_matter::Scope;
-pub use history::{History, HistoryError, HistoryProblem, Prepared, Version};
+pub use history::{Backlog, History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
     DocumentSignals, EmbeddingProgress, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match,
     Matched, QueryTerm, SearchIndex, SearchRequest, Signals, TokenCounter, Usage, content_hash,

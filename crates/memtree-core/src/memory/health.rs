@@ -53,7 +53,9 @@ impl Memory {
         let (index, usage) = self.index_status()?;
         let history = match self.history_health() {
             None => "off (MEMTREE_HISTORY=off)".to_owned(),
-            Some(Ok(())) => "recording every change".to_owned(),
+            Some(Ok(())) => {
+                format!("recording every change ({})", self.history_backlog().unwrap_or_default())
+            }
             Some(Err(problem)) => Finding::HistoryBroken { reason: problem.reason, queued: problem.queued }
                 .to_string()
                 .trim_start_matches("history: ")
@@ -115,6 +117,11 @@ impl Memory {
             .into_iter()
             .map(|c| Finding::Conflict { a: c.a, b: c.b, only_a: c.only_a, only_b: c.only_b })
             .collect())
+    }
+
+    /// How far versions are behind the changes (`None`: history is off).
+    pub fn history_backlog(&self) -> Option<crate::history::Backlog> {
+        self.history.as_ref().map(|history| history.backlog())
     }
 
     /// Whether history records every change (`None`: history is off).
