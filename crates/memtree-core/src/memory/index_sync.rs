@@ -153,8 +153,10 @@ impl Memory {
     }
 
     /// Indexes `ids` again from their stored text (removing the gone ones).
+    /// Its callers settled the queue once already, before their own reads
+    /// of the index: a chunk of a reindex does not read the queue again.
     pub(super) fn refresh(&self, ids: &[DocId]) -> Result<(), MemoryError> {
-        refresh(&*self.storage, &**self.settled_index()?, ids)
+        refresh(&*self.storage, &**self.index.as_ref().ok_or(MemoryError::NoIndex)?, ids)
     }
 
     /// Indexes what this process's writes left queued. Everything that
