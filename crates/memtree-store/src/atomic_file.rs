@@ -3,6 +3,7 @@
 //! After [`write_atomic`] returns, the file holds the new bytes and survives
 //! power loss; at no instant can a reader see a partly written file.
 
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -19,16 +20,62 @@ pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::
 /// Writes `bytes` to `path` atomically and durably. The temporary file is
 /// made in `temp_dir`, which must be on the same file system.
 pub(crate) fn write_atomic(temp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    let temp = write_temp(temp_dir, bytes)?;
+    let mut changed = ChangedFolders::default();
+    rename_into(&temp, path, &mut changed)?;
+    changed.sync()
+}
+
+/// Writes `bytes` to a new file in `temp_dir` and fsyncs it: the first
+/// half of an atomic write, finished by [`rename_into`].
+pub(crate) fn write_temp(temp_dir: &Path, bytes: &[u8]) -> Result<PathBuf, StorageError> {
     let temp = temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
     let mut file =
         OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io_error("create", &temp))?;
     file.write_all(bytes).map_err(io_error("write", &temp))?;
     file.sync_data().map_err(io_error("fsync", &temp))?;
-    drop(file);
+    Ok(temp)
+}
+
+/// Renames the fsync'd `temp` to `path`, making its folders; durable once
+/// `changed` is synced.
+pub(crate) fn rename_into(
+    temp: &Path,
+    path: &Path,
+    changed: &mut ChangedFolders,
+) -> Result<(), StorageError> {
     let parent = path.parent().expect("document paths have a parent");
-    create_dir_durable(parent)?;
-    fs::rename(&temp, path).map_err(io_error("rename", path))?;
-    sync_dir(parent)
+    create_dirs(parent, changed)?;
+    fs::rename(temp, path).map_err(io_error("rename", path))?;
+    changed.add(parent);
+    Ok(())
+}
+
+/// The folders whose entries a change added, renamed or removed: each is
+/// fsync'd once when the change is done, however many of its entries
+/// changed, rather than once per entry.
+#[derive(Debug, Default)]
+pub(crate) struct ChangedFolders(BTreeSet<PathBuf>);
+
+impl ChangedFolders {
+    pub fn add(&mut self, dir: &Path) {
+        if !self.0.contains(dir) {
+            self.0.insert(dir.to_path_buf());
+        }
+    }
+
+    /// Fsyncs every folder; one removed since needs none (its parent,
+    /// which lists the removal, is among them).
+    pub fn sync(self) -> Result<(), StorageError> {
+        for dir in &self.0 {
+            match File::open(dir) {
+                Ok(d) => d.sync_all().map_err(io_error("fsync", dir))?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("open", dir)(e)),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Removes `path` durably; a file already gone is not an error.
@@ -43,6 +90,14 @@ pub(crate) fn remove_durable(path: &Path) -> Result<(), StorageError> {
 /// Creates `dir` and its missing parents, fsyncing each parent whose entry
 /// list changed, so a new folder survives a crash along with its files.
 pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
+    let mut changed = ChangedFolders::default();
+    create_dirs(dir, &mut changed)?;
+    changed.sync()
+}
+
+/// Creates `dir` and its missing parents, noting each parent whose entry
+/// list changed in `changed`.
+pub(crate) fn create_dirs(dir: &Path, changed: &mut ChangedFolders) -> Result<(), StorageError> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -59,7 +114,7 @@ pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
             Err(e) => return Err(io_error("mkdir", d)(e)),
         }
         if let Some(parent) = d.parent() {
-            sync_dir(parent)?;
+            changed.add(parent);
         }
     }
     Ok(())

@@ -16,7 +16,8 @@ use memtree_core::{
 };
 
 use crate::atomic_file::{
-    create_dir_durable, io_error, own_folder, remove_durable, set_aside, sync_dir, write_atomic,
+    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, remove_durable, rename_into,
+    set_aside, write_atomic, write_temp,
 };
 use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{Journal, JournalOp, TrashBatch};
@@ -144,7 +145,12 @@ impl LocalStorage {
         write_atomic(&self.temp, &self.doc_path(id), content.as_bytes())
     }
 
-    fn move_to_trash(&self, batch: &TrashBatch, id: &DocId) -> Result<(), StorageError> {
+    fn move_to_trash(
+        &self,
+        batch: &TrashBatch,
+        id: &DocId,
+        changed: &mut ChangedFolders,
+    ) -> Result<(), StorageError> {
         let from = self.doc_path(id);
         if fs::symlink_metadata(&from).is_err() {
             return Ok(()); // Already moved by an earlier (interrupted) replay.
@@ -152,32 +158,50 @@ impl LocalStorage {
         let mut to = self.trash.join(batch.as_str());
         to.extend(id.segments());
         to.set_extension("md");
-        create_dir_durable(to.parent().expect("trash paths have a parent"))?;
+        let trash_dir = to.parent().expect("trash paths have a parent");
+        create_dirs(trash_dir, changed)?;
         fs::rename(&from, &to).map_err(io_error("move to trash", &from))?;
-        sync_dir(to.parent().expect("trash paths have a parent"))?;
+        changed.add(trash_dir);
         let mut dir = from.parent().map(Path::to_path_buf);
-        sync_dir(dir.as_deref().expect("document paths have a parent"))?;
+        changed.add(dir.as_deref().expect("document paths have a parent"));
         // Remove the folders the move left empty, up to the store root.
         while let Some(d) = dir.filter(|d| *d != self.root) {
             if fs::remove_dir(&d).is_err() {
                 break;
             }
             dir = d.parent().map(Path::to_path_buf);
-            sync_dir(dir.as_deref().expect("store folders have a parent"))?;
+            changed.add(dir.as_deref().expect("store folders have a parent"));
         }
         Ok(())
     }
 
+    /// Carries out a committed journal. Every new text is written and
+    /// fsync'd first, then the renames are made, then each folder they
+    /// changed is fsync'd once: the journal, removed last, covers a crash
+    /// at any point in between.
     fn replay(&self, journal: &Journal) -> Result<(), StorageError> {
+        let mut changed = ChangedFolders::default();
+        let mut temps = Vec::new();
+        for op in &journal.ops {
+            if let JournalOp::Put { id, content } = op {
+                self.check_real_folders(id)?;
+                temps.push(write_temp(&self.temp, content.as_bytes())?);
+            }
+        }
+        let mut temps = temps.into_iter();
         for (done, op) in journal.ops.iter().enumerate() {
             if self.fault == Some(Fault::AfterOps(done)) {
                 crash(&format!("after {done} operations of {}", journal.label));
             }
             match op {
-                JournalOp::Put { id, content } => self.put(id, content)?,
-                JournalOp::Trash { batch, id } => self.move_to_trash(batch, id)?,
+                JournalOp::Put { id, .. } => {
+                    let temp = temps.next().expect("one temporary file per put");
+                    rename_into(&temp, &self.doc_path(id), &mut changed)?;
+                }
+                JournalOp::Trash { batch, id } => self.move_to_trash(batch, id, &mut changed)?,
             }
         }
+        changed.sync()?;
         if self.fault == Some(Fault::AfterOps(journal.ops.len())) {
             crash(&format!("after all operations of {}", journal.label));
         }
@@ -396,8 +420,9 @@ impl Storage for LocalStorage {
                 // document it stands for: reading it says why it cannot be.
                 match DocId::parse(&format!("{prefix}{stem}")) {
                     Ok(id) => {
-                        let meta =
-                            fs::symlink_metadata(entry.path()).map_err(io_error("stat", &entry.path()))?;
+                        // Relative to the open folder (statx on its descriptor,
+                        // not following links): no path walk per file.
+                        let meta = entry.metadata().map_err(io_error("stat", &entry.path()))?;
                         listing.docs.push((id, stamp_of(&meta)));
                     }
                     Err(_) => listing.ignored.push((format!("{prefix}{name}"), Ignored::NotAnId)),
@@ -556,7 +581,7 @@ mod tests {
         commit_journal(&storage, &journal);
         // A crash after the first operation: replaying from the start must
         // still reach the after-state (every operation is idempotent).
-        storage.move_to_trash(&batch, &id("old")).unwrap();
+        storage.move_to_trash(&batch, &id("old"), &mut ChangedFolders::default()).unwrap();
         assert!(storage.has_pending_change().unwrap());
         assert_eq!(storage.recover().unwrap(), Some(Recovery { label: "update root".into(), replayed: 3 }));
         assert!(!storage.has_pending_change().unwrap());
