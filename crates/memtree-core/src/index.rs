@@ -52,6 +52,28 @@ impl IndexedDoc {
     }
 }
 
+/// A document a write just changed, as queued for the index, with the
+/// links it now holds (none when it was deleted): the link table is current
+/// as soon as the write is, so the tree rules read it without waiting for
+/// the full text to be indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    pub id: DocId,
+    pub links: Vec<DocId>,
+}
+
+impl Queued {
+    /// `id`, now holding `text`.
+    pub fn put(id: DocId, text: &str) -> Queued {
+        Queued { id, links: parse_links(front_matter::split(text).body).ids }
+    }
+
+    /// `id`, now deleted.
+    pub fn deleted(id: DocId) -> Queued {
+        Queued { id, links: Vec::new() }
+    }
+}
+
 /// FNV-1a: a hash that stays the same across builds, unlike std's.
 pub fn content_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
@@ -267,8 +289,9 @@ pub trait SearchIndex: Send + Sync {
     /// Queues documents a write just changed, to be indexed by whichever
     /// process reads the index next (or the writer's indexing thread): the
     /// queue is in the index, so another process's search finds a write
-    /// acknowledged before it, and a crash loses nothing queued.
-    fn enqueue(&self, ids: &[DocId]) -> Result<(), IndexError>;
+    /// acknowledged before it, and a crash loses nothing queued. Their
+    /// links go into the link table at once.
+    fn enqueue(&self, changed: &[Queued]) -> Result<(), IndexError>;
     /// The queued documents, and the queue position they reach; `None`
     /// when nothing waits.
     fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError>;
@@ -286,6 +309,8 @@ pub trait SearchIndex: Send + Sync {
     fn excerpt(&self, passage: &str, after: &str, terms: &[QueryTerm]) -> String;
     /// Ids from root down to the document's parent, by the indexed links.
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
+    /// Every indexed document that links `id`.
+    fn parents(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;
     /// Every used document, most used first.
     fn usage(&self) -> Result<Vec<Usage>, IndexError>;

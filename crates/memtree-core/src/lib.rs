@@ -45,7 +45,7 @@ pub use front_matter::Scope;
 pub use history::{Backlog, History, HistoryError, HistoryProblem, Prepared, Version};
 pub use index::{
     DocumentSignals, EmbeddingProgress, Found, Hit, IndexError, IndexProgress, IndexStats, IndexedDoc, Match,
-    Matched, QueryTerm, SearchIndex, SearchRequest, Signals, TokenCounter, Usage, content_hash,
+    Matched, QueryTerm, Queued, SearchIndex, SearchRequest, Signals, TokenCounter, Usage, content_hash,
 };
 pub use memory::{
     Clock, Copied, Edit, FactPlace, Import, Imported, Lifecycle, Memory, MemorySettings, SplitPolicy,

@@ -17,6 +17,12 @@ fn lines<T: ToString>(items: &[T]) -> String {
     items.iter().map(|i| format!("{}\n", i.to_string())).collect()
 }
 
+/// The same store twice: without the index (links from the whole tree)
+/// and with it (a prune reads its subtree's files and the index's links).
+fn with_and_without_index(fixture: &str) -> [Store; 2] {
+    [Store::new(fixture), Store::indexed(fixture)]
+}
+
 const SEED_TREE: &str = "
 //- /root.md
     # Memory
@@ -670,84 +676,91 @@ fn secrets_are_refused_by_every_write() {
 /// into one trash batch.
 #[test]
 fn a_wide_tree_is_made_and_pruned_in_one_update_each() {
-    let f = Store::new("//- /root.md\n# Memory\n");
-    let ids: Vec<String> = (0..300).rev().map(|i| format!("n{i:03}")).collect();
-    let links: String = ids.iter().map(|i| format!("- [[{i}]]\n")).collect();
-    assert_eq!(
-        f.update("root", &format!("# Wide\n{links}")).unwrap(),
-        format!("Succeeded\nCreated: {}", ids.join(", "))
-    );
-    assert_eq!(f.tree(), format!("root:\n{}", ids.iter().map(|i| format!("  - {i}\n")).collect::<String>()));
-    let kept: Vec<&String> = ids.iter().filter(|i| *i != "n150").collect();
-    let deleted = f.update("root", "# Narrow\n[[n150]]\n").unwrap();
-    let mut deleted: Vec<&str> =
-        deleted.strip_prefix("Succeeded\nDeleted: ").expect(&deleted).split(", ").collect();
-    deleted.sort_unstable();
-    let mut expected: Vec<&str> = kept.iter().map(|i| i.as_str()).collect();
-    expected.sort_unstable();
-    assert_eq!(deleted, expected);
-    let trash = files(&f.path().join(".memtree/trash"));
-    assert_eq!(trash.len(), 299);
-    let batches: std::collections::BTreeSet<&str> =
-        trash.keys().map(|p| p.split('/').next().unwrap()).collect();
-    assert_eq!(batches.len(), 1, "one prune, one batch");
-    assert_eq!(f.files().into_keys().collect::<Vec<_>>(), ["n150.md", "root.md"]);
+    for f in with_and_without_index("//- /root.md\n# Memory\n") {
+        let ids: Vec<String> = (0..300).rev().map(|i| format!("n{i:03}")).collect();
+        let links: String = ids.iter().map(|i| format!("- [[{i}]]\n")).collect();
+        assert_eq!(
+            f.update("root", &format!("# Wide\n{links}")).unwrap(),
+            format!("Succeeded\nCreated: {}", ids.join(", "))
+        );
+        assert_eq!(
+            f.tree(),
+            format!("root:\n{}", ids.iter().map(|i| format!("  - {i}\n")).collect::<String>())
+        );
+        let kept: Vec<&String> = ids.iter().filter(|i| *i != "n150").collect();
+        let deleted = f.update("root", "# Narrow\n[[n150]]\n").unwrap();
+        let mut deleted: Vec<&str> =
+            deleted.strip_prefix("Succeeded\nDeleted: ").expect(&deleted).split(", ").collect();
+        deleted.sort_unstable();
+        let mut expected: Vec<&str> = kept.iter().map(|i| i.as_str()).collect();
+        expected.sort_unstable();
+        assert_eq!(deleted, expected);
+        let trash = files(&f.path().join(".memtree/trash"));
+        assert_eq!(trash.len(), 299);
+        let batches: std::collections::BTreeSet<&str> =
+            trash.keys().map(|p| p.split('/').next().unwrap()).collect();
+        assert_eq!(batches.len(), 1, "one prune, one batch");
+        assert_eq!(f.files().into_keys().collect::<Vec<_>>(), ["n150.md", "root.md"]);
+    }
 }
 
 /// A chain 30 levels deep: the deepest document may not link any ancestor,
 /// and removing the top link prunes the whole chain, top first.
 #[test]
 fn a_deep_chain_keeps_the_rules_at_every_level() {
-    let f = Store::new("//- /root.md\n[[l0]]\n");
-    f.update("root", "[[l0]]").unwrap();
-    let depth = 30;
-    for d in 0..depth - 1 {
+    for f in with_and_without_index("//- /root.md\n[[l0]]\n") {
+        f.update("root", "[[l0]]").unwrap();
+        let depth = 30;
+        for d in 0..depth - 1 {
+            assert_eq!(
+                f.update(&format!("l{d}"), &format!("level {d} [[l{}]]", d + 1)).unwrap(),
+                format!("Succeeded\nCreated: l{}", d + 1)
+            );
+        }
+        let tree: String = (0..depth)
+            .map(|d| format!("{}- l{d}{}\n", "  ".repeat(d + 1), if d < depth - 1 { ":" } else { "" }))
+            .collect();
+        assert_eq!(f.tree(), format!("root:\n{tree}"));
+        let last = format!("l{}", depth - 1);
         assert_eq!(
-            f.update(&format!("l{d}"), &format!("level {d} [[l{}]]", d + 1)).unwrap(),
-            format!("Succeeded\nCreated: l{}", d + 1)
+            f.refuse(&last, "[[l0]]"),
+            format!("Error: content: cross-tree reference not allowed\n[[l0]] is an ancestor of {last}")
         );
+        let all: Vec<String> = (0..depth).map(|d| format!("l{d}")).collect();
+        assert_eq!(f.update("root", "gone").unwrap(), format!("Succeeded\nDeleted: {}", all.join(", ")));
+        assert_eq!(f.files().into_keys().collect::<Vec<_>>(), ["root.md"]);
     }
-    let tree: String = (0..depth)
-        .map(|d| format!("{}- l{d}{}\n", "  ".repeat(d + 1), if d < depth - 1 { ":" } else { "" }))
-        .collect();
-    assert_eq!(f.tree(), format!("root:\n{tree}"));
-    let last = format!("l{}", depth - 1);
-    assert_eq!(
-        f.refuse(&last, "[[l0]]"),
-        format!("Error: content: cross-tree reference not allowed\n[[l0]] is an ancestor of {last}")
-    );
-    let all: Vec<String> = (0..depth).map(|d| format!("l{d}")).collect();
-    assert_eq!(f.update("root", "gone").unwrap(), format!("Succeeded\nDeleted: {}", all.join(", ")));
-    assert_eq!(f.files().into_keys().collect::<Vec<_>>(), ["root.md"]);
 }
 
 #[test]
 fn removing_a_link_prunes_the_whole_subtree_into_the_trash() {
-    let f = Store::new(SEED_TREE);
-    assert_eq!(
-        f.update("root", "# Memory\n- [[tech_decisions]]\n").unwrap(),
-        "Succeeded\nDeleted: project_overview, architecture, db_schema, service_layer, dependencies"
-    );
-    assert_eq!(f.tree(), "root:\n  - tech_decisions\n");
-    let trash = files(&f.path().join(".memtree/trash"));
-    assert_eq!(trash.len(), 5);
-    assert!(trash.iter().any(|(path, text)| path.ends_with("/db_schema.md") && text == "# db\n"));
-    // Linking the id again creates a fresh document, not the pruned one.
-    assert_eq!(
-        f.update("root", "- [[tech_decisions]]\n- [[architecture]]").unwrap(),
-        "Succeeded\nCreated: architecture"
-    );
-    assert_eq!(f.read("architecture"), "# architecture\n\n");
+    for f in with_and_without_index(SEED_TREE) {
+        assert_eq!(
+            f.update("root", "# Memory\n- [[tech_decisions]]\n").unwrap(),
+            "Succeeded\nDeleted: project_overview, architecture, db_schema, service_layer, dependencies"
+        );
+        assert_eq!(f.tree(), "root:\n  - tech_decisions\n");
+        let trash = files(&f.path().join(".memtree/trash"));
+        assert_eq!(trash.len(), 5);
+        assert!(trash.iter().any(|(path, text)| path.ends_with("/db_schema.md") && text == "# db\n"));
+        // Linking the id again creates a fresh document, not the pruned one.
+        assert_eq!(
+            f.update("root", "- [[tech_decisions]]\n- [[architecture]]").unwrap(),
+            "Succeeded\nCreated: architecture"
+        );
+        assert_eq!(f.read("architecture"), "# architecture\n\n");
+    }
 }
 
 #[test]
 fn creating_and_pruning_in_one_update() {
-    let f = Store::new(SEED_TREE);
-    assert_eq!(
-        f.update("project_overview", "- [[api_design]]\n- [[dependencies]]").unwrap(),
-        "Succeeded\nCreated: api_design\nDeleted: architecture, db_schema, service_layer"
-    );
-    assert!(f.memory.validate().unwrap().is_healthy());
+    for f in with_and_without_index(SEED_TREE) {
+        assert_eq!(
+            f.update("project_overview", "- [[api_design]]\n- [[dependencies]]").unwrap(),
+            "Succeeded\nCreated: api_design\nDeleted: architecture, db_schema, service_layer"
+        );
+        assert!(f.memory.validate().unwrap().is_healthy());
+    }
 }
 
 #[test]
@@ -886,22 +899,24 @@ fn a_child_deleted_outside_is_created_again() {
 #[test]
 fn pruning_never_deletes_a_document_still_linked_elsewhere() {
     // A store broken from outside: b also links root's child a.
-    let f = Store::new(
+    for f in with_and_without_index(
         "//- /root.md\n[[a]] [[b]]\n//- /a.md\n# A precious\n[[a1]]\n//- /a1.md\n# a1\n//- /b.md\nsee [[a]] [[b1]]\n//- /b1.md\n[[b2]]\n//- /b2.md\n# b2\n",
-    );
-    assert_eq!(f.update("b", "nothing\n").unwrap(), "Succeeded\nDeleted: b1, b2");
-    assert_eq!(f.read("a"), "# A precious\n[[a1]]\n");
-    assert_eq!(f.read("a1"), "# a1\n");
-    assert!(f.memory.validate().unwrap().is_healthy());
+    ) {
+        assert_eq!(f.update("b", "nothing\n").unwrap(), "Succeeded\nDeleted: b1, b2");
+        assert_eq!(f.read("a"), "# A precious\n[[a1]]\n");
+        assert_eq!(f.read("a1"), "# a1\n");
+        assert!(f.memory.validate().unwrap().is_healthy());
+    }
 }
 
 #[test]
 fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
-    let f = Store::new(
+    for f in with_and_without_index(
         "//- /root.md\n[[a]]\n//- /a.md\n[[x]] [[y]]\n//- /x.md\n[[d]]\n//- /y.md\n[[d]]\n//- /d.md\n# d\n",
-    );
-    assert_eq!(f.update("root", "# empty\n").unwrap(), "Succeeded\nDeleted: a, x, d, y");
-    assert_eq!(f.tree(), "root: []\n");
+    ) {
+        assert_eq!(f.update("root", "# empty\n").unwrap(), "Succeeded\nDeleted: a, x, d, y");
+        assert_eq!(f.tree(), "root: []\n");
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::links::parse_links;
 use memtree_core::{
     DocId, DocumentSignals, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched,
-    QueryTerm, SearchIndex, SearchRequest, Signals, Stamp, Usage,
+    QueryTerm, Queued, SearchIndex, SearchRequest, Signals, Stamp, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -312,6 +312,16 @@ fn delete_docs(
     count_passages(tx, -passages, -tokens)
 }
 
+/// Makes `links` the links of `parent`, in order.
+fn write_links(tx: &rusqlite::Transaction<'_>, parent: &DocId, links: &[DocId]) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM links WHERE parent = ?1")?.execute([parent.as_str()])?;
+    let mut insert = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
+    for (ord, child) in links.iter().enumerate() {
+        insert.execute(params![parent.as_str(), ord as i64, child.as_str()])?;
+    }
+    Ok(())
+}
+
 /// Adds to the number of passages and of their terms.
 fn count_passages(tx: &rusqlite::Transaction<'_>, passages: i64, tokens: i64) -> rusqlite::Result<()> {
     if passages != 0 {
@@ -377,7 +387,6 @@ impl SearchIndex for SqliteIndex {
                 "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
-            let mut link_stmt = tx.prepare_cached("INSERT INTO links(parent, ord, child) VALUES (?1, ?2, ?3)")?;
             let mut passage_stmt =
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
@@ -402,9 +411,7 @@ impl SearchIndex for SqliteIndex {
                     doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
-                for (ord, child) in doc.links.iter().enumerate() {
-                    link_stmt.execute(params![doc.id.as_str(), ord as i64, child.as_str()])?;
-                }
+                write_links(tx, &doc.id, &doc.links)?;
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 let (id_terms, title_terms, meta_terms) =
                     (stems.column(&id_text(&doc.id)), stems.column(&doc.title), stems.column(&meta));
@@ -472,6 +479,15 @@ impl SearchIndex for SqliteIndex {
         reader.check_parents(&conn).and_then(|()| path_to(&conn, &mut reader, id)).map_err(self.err())
     }
 
+    fn parents(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT DISTINCT parent FROM links WHERE child = ?1").map_err(self.err())?;
+        let parents: Vec<String> =
+            stmt.query_map([id.as_str()], |r| r.get(0)).and_then(Iterator::collect).map_err(self.err())?;
+        Ok(parents.iter().filter_map(|p| DocId::parse(p).ok()).collect())
+    }
+
     fn stamp(&self, id: &DocId) -> Result<Option<Stamp>, IndexError> {
         self.conn()
             .query_row("SELECT len, mtime, tag FROM docs WHERE id = ?1", [id.as_str()], |r| {
@@ -512,11 +528,12 @@ impl SearchIndex for SqliteIndex {
         Ok(out)
     }
 
-    fn enqueue(&self, ids: &[DocId]) -> Result<(), IndexError> {
+    fn enqueue(&self, changed: &[Queued]) -> Result<(), IndexError> {
         self.write(|tx| {
             let mut insert = tx.prepare_cached("INSERT INTO queue(id) VALUES (?1)")?;
-            for id in ids {
+            for Queued { id, links } in changed {
                 insert.execute([id.as_str()])?;
+                write_links(tx, id, links)?;
             }
             Ok(((), Change::default()))
         })

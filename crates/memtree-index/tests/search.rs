@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use memtree_core::SearchIndex as _;
 use memtree_core::front_matter::Scope;
-use memtree_core::{DocId, Finding, Memory, MemorySettings, TokenCounter};
+use memtree_core::{DocId, Finding, Memory, MemorySettings, Queued, TokenCounter};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_test::{id, open_indexed as open, open_indexed_with};
 
@@ -356,14 +356,19 @@ fn a_write_queued_by_another_process_is_found_by_the_next_search() {
     // As a writer that queued its document and was killed before indexing it.
     std::fs::write(dir.path().join("people.md"), "# People\nErin tends the apiary.\n").unwrap();
     let other = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
-    other.enqueue(&[id("people")]).unwrap();
-    other.enqueue(&[id("people"), id("scratch")]).unwrap();
+    let people = |text: &str| Queued::put(id("people"), text);
+    other.enqueue(&[people("# People\n[[apiary]]\n")]).unwrap();
+    // The links are in the link table at once, before any indexing.
+    assert_eq!(other.parents(&id("apiary")).unwrap(), [id("people")]);
+    assert_eq!(other.path(&id("apiary")).unwrap(), [id("root"), id("people")]);
+    other.enqueue(&[people("# People\nErin tends the apiary.\n"), Queued::deleted(id("scratch"))]).unwrap();
+    assert_eq!(other.parents(&id("apiary")).unwrap(), []);
     let (through, queued) = other.queued().unwrap().expect("queued");
     assert_eq!(queued, [id("people"), id("people"), id("scratch")]);
     assert_eq!(cites(&memory, "apiary"), ["people#People"]);
     assert_eq!(other.queued().unwrap(), None, "the search indexed the queue and emptied it");
     // Emptied up to a position: what was queued after it stays.
-    other.enqueue(&[id("infra")]).unwrap();
+    other.enqueue(&[Queued::deleted(id("infra"))]).unwrap();
     other.dequeue(through).unwrap();
     assert_eq!(other.queued().unwrap().map(|(_, ids)| ids), Some(vec![id("infra")]));
 }

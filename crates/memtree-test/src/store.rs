@@ -69,6 +69,21 @@ impl Store {
         Store { dir, memory }
     }
 
+    /// A store holding `fixture`, opened with the search index (as the
+    /// binary opens it) and brought up to date: the engine then reads the
+    /// links around a change from the index where it can.
+    ///
+    /// # Panics
+    /// When the folder cannot be made or the store opened or reconciled.
+    #[cfg(feature = "index")]
+    pub fn indexed(fixture: &str) -> Store {
+        let dir = tempfile::tempdir().unwrap();
+        write_fixture(dir.path(), fixture);
+        let memory = crate::open_indexed(dir.path());
+        memory.reconcile().unwrap();
+        Store { dir, memory }
+    }
+
     /// The store's folder.
     pub fn path(&self) -> &Path {
         self.dir.path()

@@ -9,7 +9,7 @@ use super::Memory;
 use crate::answer::Reconciliation;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
-use crate::index::{IndexProgress, IndexStats, IndexedDoc, SearchIndex, Usage, content_hash};
+use crate::index::{IndexProgress, IndexStats, IndexedDoc, Queued, SearchIndex, Usage, content_hash};
 use crate::storage::{Change, Stamp, Storage};
 
 /// The state of an index catching up with the documents (a server's
@@ -180,9 +180,13 @@ impl Memory {
     /// repairs the index.
     pub(super) fn index_change(&self, change: &Change) {
         let Some(indexer) = &self.indexer else { return };
-        let ids: Vec<DocId> =
-            change.puts.iter().map(|(id, _)| id.clone()).chain(change.deletes.iter().cloned()).collect();
-        indexer.push(&ids);
+        let changed: Vec<Queued> = change
+            .puts
+            .iter()
+            .map(|(id, text)| Queued::put(id.clone(), text))
+            .chain(change.deletes.iter().cloned().map(Queued::deleted))
+            .collect();
+        indexer.push(&changed);
     }
 }
 

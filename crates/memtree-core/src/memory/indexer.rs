@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::doc_id::DocId;
-use crate::index::SearchIndex;
+use crate::index::{Queued, SearchIndex};
 use crate::storage::Storage;
 
 /// The thread indexing what this process's writes queue.
@@ -55,12 +55,13 @@ impl Indexer {
         Indexer { shared, thread }
     }
 
-    /// Queues `ids`, just written, to be indexed. When the queue cannot be
-    /// written (a read-only index), they are indexed here and now.
-    pub(super) fn push(&self, ids: &[DocId]) {
-        if let Err(error) = self.shared.index.enqueue(ids) {
+    /// Queues documents just written, to be indexed. When the queue cannot
+    /// be written (a read-only index), they are indexed here and now.
+    pub(super) fn push(&self, changed: &[Queued]) {
+        if let Err(error) = self.shared.index.enqueue(changed) {
             tracing::debug!(%error, "cannot queue for the index; indexing at once");
-            self.shared.index_now(ids);
+            let ids: Vec<DocId> = changed.iter().map(|q| q.id.clone()).collect();
+            self.shared.index_now(&ids);
             return;
         }
         match self.thread {
