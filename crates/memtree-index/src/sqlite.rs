@@ -572,53 +572,66 @@ impl SearchIndex for SqliteIndex {
 
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError> {
         let err = self.err();
-        // How sure BM25 is decides whether the query's meaning counts at
-        // all, and so whether its vector is worth making.
-        let (mut plan, weight) = {
+        // A query in a script without spaces is left to BM25's bigrams: the
+        // small English models memtree is tested with do not read it.
+        let readable = !request.query.chars().any(crate::text::is_cjk);
+        // The query's vector, once made (`Some(None)`: it cannot be).
+        let mut query_vector: Option<Option<Vec<f32>>> = None;
+        loop {
             let conn = self.conn();
-            let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-            // One snapshot of the file for the lengths and the postings.
+            // One snapshot of the file for the ranking and the passages it
+            // names: a write committed in between (by another process, or
+            // this one's indexing thread) would delete the rows ranked.
             let snapshot = conn.unchecked_transaction().map_err(&err)?;
-            let mut plan = rank_query(&snapshot, &mut reader, &request.query).map_err(&err)?;
-            snapshot.commit().map_err(&err)?;
+            let mut plan = {
+                let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+                rank_query(&snapshot, &mut reader, &request.query).map_err(&err)?
+            };
+            // How sure BM25 is decides whether the query's meaning counts
+            // at all, and so whether its vector is worth making.
             let weight = match (&mut plan, self.dense.get()) {
                 (_, None) => 0.0,
                 (Some((plan, ranked)), Some(_)) => {
-                    dense_weight(best_coverage(&conn, plan, best(ranked, 1)).map_err(&err)?)
+                    dense_weight(best_coverage(&snapshot, plan, best(ranked, 1)).map_err(&err)?)
                 }
                 (None, Some(_)) => dense_weight(0.0),
             };
-            (plan, weight)
-        };
-        // The vector outside the lock: encoding takes milliseconds, other
-        // threads' searches need not wait for it. A query in a script
-        // without spaces is left to BM25's bigrams: the small English
-        // models memtree is tested with do not read it.
-        let readable = !request.query.chars().any(crate::text::is_cjk);
-        let query_vector = self.dense.get().filter(|_| readable && weight > 0.0).and_then(|(encoder, _)| {
-            encoder
-                .encode(&[request.query.as_str()])
-                .inspect_err(
-                    |error| tracing::warn!(%error, "cannot encode the query: searching by BM25 alone"),
-                )
-                .ok()
-                .and_then(|mut v| v.pop())
-        });
-        let conn = self.conn();
-        let dense = match (query_vector, self.dense.get()) {
-            (Some(vector), Some((encoder, cache))) => {
-                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-                refresh_vectors(&conn, encoder.model(), &mut cache).map_err(&err)?;
-                Some((vector, cache))
+            let dense = self.dense.get().filter(|_| readable && weight > 0.0);
+            if let (Some((encoder, _)), None) = (dense, &query_vector) {
+                // The vector outside the lock: encoding takes milliseconds,
+                // other threads' searches need not wait for it. The ranking
+                // is then made again, in a new snapshot.
+                drop(snapshot);
+                drop(conn);
+                query_vector = Some(
+                    encoder
+                        .encode(&[request.query.as_str()])
+                        .inspect_err(
+                            |error| tracing::warn!(%error, "cannot encode the query: searching by BM25 alone"),
+                        )
+                        .ok()
+                        .and_then(|mut v| v.pop()),
+                );
+                continue;
             }
-            _ => None,
-        };
-        let nearest = dense.as_ref().map(|(vector, cache)| |k: usize| cache.nearest(vector, k));
-        if plan.is_none() && nearest.is_none() {
-            return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
+            let vectors = match (dense, query_vector.as_ref().and_then(Option::as_ref)) {
+                (Some((encoder, cache)), Some(vector)) => {
+                    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                    refresh_vectors(&snapshot, encoder.model(), &mut cache).map_err(&err)?;
+                    Some((vector, cache))
+                }
+                _ => None,
+            };
+            let nearest = vectors.as_ref().map(|(vector, cache)| |k: usize| cache.nearest(vector, k));
+            if plan.is_none() && nearest.is_none() {
+                return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
+            }
+            let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
+            let matched = execute(&snapshot, plan.as_mut(), dense, request).map_err(&err)?;
+            drop(vectors);
+            snapshot.commit().map_err(&err)?;
+            return Ok(matched);
         }
-        let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
-        execute(&conn, plan.as_mut(), dense, request).map_err(&err)
     }
 
     fn embeddings(&self) -> Result<Option<EmbeddingProgress>, IndexError> {

@@ -626,3 +626,27 @@ fn a_long_word_finds_the_stores_shortened_form() {
     // Four letters are too few to stand for a word: `port` is not `portability`.
     assert!(memory.search("portability", 5, None, None).unwrap().is_empty());
 }
+
+/// A search ranks passages and then reads them: when a writer's indexing
+/// thread re-indexes the same document in between (deleting the rows just
+/// ranked), the search must still find it, so both steps read one snapshot.
+/// The race is timing-bound; fifty rounds met it every time before the fix.
+#[test]
+fn a_search_racing_the_writers_indexing_thread_finds_the_write() {
+    for round in 0..50 {
+        let (dir, writer) = store();
+        let reader = open(dir.path());
+        writer.update_document(&id("people"), "# People\nCarol joined the platform team.\n", None).unwrap();
+        reader.settle_index();
+        // A third process looking meanwhile.
+        let other = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+        let request = memtree_core::SearchRequest {
+            query: "carol platform".into(),
+            limit: 8,
+            scope: None,
+            under: None,
+        };
+        assert_eq!(other.search(&request).unwrap().matches.len(), 1, "round {round}");
+        assert_eq!(cites(&reader, "carol platform"), ["people#People"], "round {round}");
+    }
+}
