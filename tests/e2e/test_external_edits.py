@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 
@@ -44,6 +45,25 @@ async def test_root_edited_externally_changes_tree(serve, store):
         assert await m.read() == ok("# Root\n[[ext]]\n[[a]]\n")
         assert await m.tree() == ok("root:\n  - ext\n  - a\n")
         assert await m.read("ext") == ok("# ext\nwritten by git pull\n")
+
+
+async def test_edit_in_place_is_in_the_tree_once_the_watcher_reports_it(serve, store):
+    """While serving, a folder's listing is kept as long as nothing in it
+    changes; a file rewritten in place (its folder untouched) is reported by
+    the file watcher and in the tree from then on, as it is in reads at once."""
+    async with serve() as m:
+        await m.put(None, "[[a]]")
+        write_file(store, "b.md", "# b, written by another program\n")
+        await asyncio.sleep(0.5)  # the watcher is up, the listing kept
+        assert "  - a\n" in (await m.tree()).text
+        with open(store / "root.md", "r+", encoding="utf-8") as f:
+            f.write("[[a]]\n[[b]]\n")  # the same file: no folder change
+        assert await m.read() == ok("[[a]]\n[[b]]\n")
+        for _ in range(100):
+            if (tree := (await m.tree()).text) == "root:\n  - a\n  - b\n":
+                break
+            await asyncio.sleep(0.02)
+        assert tree == "root:\n  - a\n  - b\n"
 
 
 async def test_added_file_with_folder_is_served(serve, store):

@@ -23,7 +23,7 @@ pub struct Stamp {
 }
 
 /// Every document the backend holds, and the files it could not take as one.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     pub docs: Vec<(DocId, Stamp)>,
     /// Paths the backend saw but left out of the store, and why.
@@ -151,6 +151,19 @@ pub trait Storage: Send + Sync {
 
     /// Every document.
     fn list(&self) -> Result<Listing, StorageError>;
+
+    /// A file watcher reports, through [`Storage::changed_on_disk`], every
+    /// change made to the store's files from now on (`false`: no longer):
+    /// a listing may then keep what it read of a folder nothing changed.
+    fn watched(&self, _on: bool) {}
+
+    /// Paths of the store's files or folders a watcher saw change; `None`
+    /// when it lost track of some (anything may have changed). Answers
+    /// whether a change may be another program's (not one this storage
+    /// made itself): by default, always.
+    fn changed_on_disk(&self, _paths: Option<&[std::path::PathBuf]>) -> bool {
+        true
+    }
 
     /// Applies `change` atomically: after a crash at any instant the store
     /// holds either none or all of it (once [`Storage::recover`] has run).

@@ -909,6 +909,23 @@ fn pruning_never_deletes_a_document_still_linked_elsewhere() {
     }
 }
 
+/// A prune reads the index's link table only while it holds every edit
+/// made outside: one the watcher reported and nobody indexed yet sends it
+/// to the files, which say the document is still linked.
+#[test]
+fn a_link_made_outside_and_not_yet_indexed_keeps_its_target() {
+    let f =
+        Store::indexed("//- /root.md\n[[a]] [[b]]\n//- /a.md\n[[a1]]\n//- /a1.md\n# a1\n//- /b.md\n# b\n");
+    std::fs::write(f.path().join("b.md"), "# b\nsee [[a1]]\n").unwrap();
+    let report = f.memory.changed_on_disk(Some(&[f.path().join("b.md")]));
+    assert_eq!(f.update("a", "# a, without its child\n").unwrap(), "Succeeded");
+    assert_eq!(f.read("a1"), "# a1\n");
+    // Indexed, the edit is in the link table, which is read again.
+    f.memory.reindex_changed(&[id("b")]).unwrap();
+    f.memory.indexed_outside(report);
+    assert_eq!(f.update("b", "# b\n").unwrap(), "Succeeded\nDeleted: a1");
+}
+
 #[test]
 fn pruning_a_diamond_inside_the_subtree_deletes_it_whole() {
     for f in with_and_without_index(

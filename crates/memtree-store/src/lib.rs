@@ -7,6 +7,7 @@ mod atomic_file;
 mod folder_names;
 mod in_memory;
 mod journal;
+mod listing;
 mod local;
 
 pub use atomic_file::{own_folder, set_aside};

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtree_core::{
-    Change, DocId, Ignored, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
+    Change, DocId, Listing, LockMode, Recovery, Stamp, Storage, StorageError, StoreLock, Unreadable,
 };
 
 use crate::atomic_file::{
@@ -21,6 +21,7 @@ use crate::atomic_file::{
 };
 use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{Journal, JournalOp, TrashBatch};
+use crate::listing::Listings;
 
 /// A deliberate crash for tests of crash safety: the process aborts at the
 /// named point of a journaled change, as a `kill -9` would stop it.
@@ -53,6 +54,7 @@ pub struct LocalStorage {
     fault: Option<Fault>,
     batch_seq: AtomicU64,
     names: FolderNames,
+    listings: Listings,
     /// Largest document read; a larger file is reported, not read.
     read_limit: u64,
 }
@@ -74,6 +76,7 @@ impl LocalStorage {
             fault: None,
             batch_seq: AtomicU64::new(0),
             names: FolderNames::default(),
+            listings: Listings::default(),
             read_limit: u64::MAX,
         };
         storage.create_layout()?;
@@ -393,45 +396,15 @@ impl Storage for LocalStorage {
     }
 
     fn list(&self) -> Result<Listing, StorageError> {
-        let mut listing = Listing::default();
-        let mut stack = vec![(self.root.clone(), String::new())];
-        while let Some((dir, prefix)) = stack.pop() {
-            for entry in fs::read_dir(&dir).map_err(io_error("list", &dir))? {
-                let entry = entry.map_err(io_error("list", &dir))?;
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else {
-                    listing.ignored.push((format!("{prefix}{}", name.to_string_lossy()), Ignored::NotAnId));
-                    continue;
-                };
-                if name.starts_with('.') || name.starts_with('@') {
-                    continue; // .memtree, .git, .obsidian, swap files; @namespace trees
-                }
-                let file_type = entry.file_type().map_err(io_error("stat", &entry.path()))?;
-                if file_type.is_dir() {
-                    stack.push((entry.path(), format!("{prefix}{name}/")));
-                    continue;
-                }
-                if file_type.is_symlink() && fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
-                    listing.ignored.push((format!("{prefix}{name}"), Ignored::LinkedFolder));
-                    continue;
-                }
-                let Some(stem) = name.strip_suffix(".md") else { continue };
-                // A symbolic link or a special file is listed as the
-                // document it stands for: reading it says why it cannot be.
-                match DocId::parse(&format!("{prefix}{stem}")) {
-                    Ok(id) => {
-                        // Relative to the open folder (statx on its descriptor,
-                        // not following links): no path walk per file.
-                        let meta = entry.metadata().map_err(io_error("stat", &entry.path()))?;
-                        listing.docs.push((id, stamp_of(&meta)));
-                    }
-                    Err(_) => listing.ignored.push((format!("{prefix}{name}"), Ignored::NotAnId)),
-                }
-            }
-        }
-        listing.docs.sort_by(|a, b| a.0.cmp(&b.0));
-        listing.ignored.sort();
-        Ok(listing)
+        self.listings.list(&self.root, self.generation()?)
+    }
+
+    fn watched(&self, on: bool) {
+        self.listings.watched(on);
+    }
+
+    fn changed_on_disk(&self, paths: Option<&[PathBuf]>) -> bool {
+        self.listings.changed(paths)
     }
 
     fn apply(&self, change: &Change) -> Result<(), StorageError> {
@@ -440,12 +413,20 @@ impl Storage for LocalStorage {
             change.puts.iter().map(|(id, _)| id).chain(&change.deletes).map(|id| self.doc_path(id)).collect();
         let edits = Self::edits(change, &paths);
         self.names.before_change(&edits, generation)?;
+        let mut listings = self.listings.hold();
         let applied = self.apply_unrecorded(change);
         self.set_generation(generation + 1)?;
         match applied {
-            Ok(()) => self.names.after_change(&edits, generation, generation + 1),
+            Ok(()) => {
+                let (puts, removed) = paths.split_at(change.puts.len());
+                let puts: Vec<(PathBuf, &DocId)> =
+                    puts.iter().cloned().zip(change.puts.iter().map(|(id, _)| id)).collect();
+                listings.applied(generation, &puts, removed)?;
+                self.names.after_change(&edits, generation, generation + 1)
+            }
             Err(e) => {
                 self.names.clear();
+                listings.forget();
                 Err(e)
             }
         }
@@ -545,6 +526,8 @@ impl std::fmt::Debug for LocalStorage {
 
 #[cfg(test)]
 mod tests {
+    use memtree_core::Ignored;
+
     use super::*;
 
     fn id(s: &str) -> DocId {

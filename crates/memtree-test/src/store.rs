@@ -69,9 +69,11 @@ impl Store {
         Store { dir, memory }
     }
 
-    /// A store holding `fixture`, opened with the search index (as the
-    /// binary opens it) and brought up to date: the engine then reads the
-    /// links around a change from the index where it can.
+    /// A store holding `fixture`, opened with the search index and brought
+    /// up to date as a server does once its file watcher runs: the engine
+    /// then reads the links around a change from the index's link table.
+    /// (No watcher runs: a test that edits files reports them with
+    /// `memory.changed_on_disk`.)
     ///
     /// # Panics
     /// When the folder cannot be made or the store opened or reconciled.
@@ -80,6 +82,7 @@ impl Store {
         let dir = tempfile::tempdir().unwrap();
         write_fixture(dir.path(), fixture);
         let memory = crate::open_indexed(dir.path());
+        memory.watched(true);
         memory.reconcile().unwrap();
         Store { dir, memory }
     }

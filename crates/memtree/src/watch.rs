@@ -65,8 +65,22 @@ fn watch_tree(watcher: &mut impl Watcher, root: &Path, dir: &Path, new: bool) ->
 /// Failing to watch is logged, not fatal: searches still check their hits,
 /// and restarts reconcile.
 pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Send + 'static) {
-    let (sender, receiver) = mpsc::channel::<notify::Result<notify::Event>>();
-    let mut watcher = match notify::recommended_watcher(sender) {
+    // Each event with the number of the engine's report of it.
+    let (sender, receiver) = mpsc::channel::<(u64, notify::Result<notify::Event>)>();
+    let reporter = Arc::clone(&memory);
+    let report = move |event: notify::Result<notify::Event>| {
+        // Told at once, not after the debounce: the store's listing keeps
+        // what it read of folders where nothing changed, and the engine
+        // knows its index lags an edit from outside until it is indexed.
+        let number = match &event {
+            Ok(event) if event.need_rescan() => reporter.changed_on_disk(None),
+            Ok(event) if matches!(event.kind, EventKind::Access(_)) => reporter.changed_on_disk(Some(&[])),
+            Ok(event) => reporter.changed_on_disk(Some(&event.paths)),
+            Err(_) => reporter.changed_on_disk(None),
+        };
+        let _ = sender.send((number, event));
+    };
+    let mut watcher = match notify::recommended_watcher(report) {
         Ok(w) => w,
         Err(error) => {
             tracing::warn!(%error, "no file watcher; external edits are indexed at the next search or start");
@@ -77,6 +91,7 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
         tracing::warn!(%error, "cannot watch the store; external edits are indexed at the next search or start");
         return;
     }
+    memory.watched(true);
     std::thread::Builder::new()
         .name("memtree-watch".into())
         .spawn(move || {
@@ -91,7 +106,8 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
                 }
                 let mut rescan = false;
                 let mut ids: HashSet<DocId> = HashSet::new();
-                for event in batch {
+                let through = batch.iter().map(|(number, _)| *number).max().unwrap_or(0);
+                for (_, event) in batch {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
                         Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
@@ -104,9 +120,16 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
                                     && path.symlink_metadata().is_ok_and(|m| m.is_dir())
                                 {
                                     match watch_tree(&mut watcher, &root, path, true) {
-                                        Ok(found) => ids.extend(found),
+                                        Ok(found) => {
+                                            // Edited before its watch was set:
+                                            // the listing reads it again.
+                                            memory.changed_on_disk(Some(std::slice::from_ref(path)));
+                                            ids.extend(found);
+                                        }
                                         Err(error) => {
                                             tracing::warn!(%error, "cannot watch a new folder; reconciling");
+                                            // Edits in it would go unseen.
+                                            memory.watched(false);
                                             rescan = true;
                                         }
                                     }
@@ -131,8 +154,9 @@ pub fn spawn(root: PathBuf, memory: Arc<Memory>, changed: impl Fn(&[DocId]) + Se
                         false => memory.flush_history(Some(&outside)),
                     })
                 };
-                if let Err(error) = outcome {
-                    tracing::warn!(%error, "indexing changed files failed");
+                match outcome {
+                    Ok(()) => memory.indexed_outside(through),
+                    Err(error) => tracing::warn!(%error, "indexing changed files failed"),
                 }
                 if rescan || !ids.is_empty() {
                     changed(&ids);

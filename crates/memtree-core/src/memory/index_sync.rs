@@ -72,6 +72,8 @@ impl Memory {
     pub fn reconcile(&self) -> Result<Reconciliation, MemoryError> {
         let index = self.settled_index()?;
         let _catching_up = self.catching_up.begin();
+        // What was reported changed before the listing below is in it.
+        let seen = self.outside.seen();
         self.restore_invariants()?;
         let listing = self.storage.list()?;
         let known: HashMap<DocId, (Stamp, u64)> =
@@ -106,6 +108,7 @@ impl Memory {
         if (report.indexed + report.removed) * 100 >= listing.docs.len().max(1) {
             index.optimize()?;
         }
+        self.outside.reconciled(seen);
         Ok(report)
     }
 

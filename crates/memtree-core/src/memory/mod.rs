@@ -20,6 +20,7 @@ mod index_sync;
 mod indexer;
 mod lifecycle;
 mod move_document;
+mod outside;
 mod read;
 mod remember;
 mod rewrite;
@@ -78,6 +79,7 @@ pub struct Memory {
     recovered: Option<Recovery>,
     /// How far the index is in catching up with the documents, while it is.
     catching_up: CatchingUp,
+    outside: outside::Outside,
 }
 
 impl Memory {
@@ -103,6 +105,7 @@ impl Memory {
             cache: Mutex::default(),
             recovered,
             catching_up: CatchingUp::default(),
+            outside: outside::Outside::default(),
         };
         memory.restore_invariants()?;
         Ok(memory)

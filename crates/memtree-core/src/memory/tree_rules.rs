@@ -170,8 +170,9 @@ impl Memory {
         still_linked: &HashSet<&DocId>,
     ) -> Result<Vec<DocId>, MemoryError> {
         let exists = |d: &DocId| Ok(self.storage.stamp(d)?.is_some());
-        // The index is derived: when it fails, a prune goes by the tree.
-        if let Some(index) = &self.index {
+        // The index is derived: when it fails, or may not know of an edit
+        // made outside, a prune goes by the tree.
+        if let Some(index) = self.index.as_ref().filter(|_| self.outside.links_current()) {
             let stored = StoredLinks { storage: &*self.storage, index: &**index };
             match prune_plan(&stored, id, removed, still_linked, exists) {
                 Err(MemoryError::Index(error)) => tracing::warn!(%error, "pruning by the whole tree"),
