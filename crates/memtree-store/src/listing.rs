@@ -26,6 +26,10 @@ use memtree_core::{DocId, Ignored, Listing, Stamp, StorageError};
 use crate::atomic_file::io_error;
 use crate::local::stamp_of;
 
+/// The most paths reported and not yet listed that are kept; past it,
+/// the next listing reads every folder.
+const MOST_CHANGED: usize = 4096;
+
 #[derive(Debug, Default)]
 pub(crate) struct Listings {
     watched: AtomicBool,
@@ -136,7 +140,7 @@ impl Listings {
     /// A watcher reports every change from now on (`false`: no longer).
     pub fn watched(&self, on: bool) {
         self.watched.store(on, Ordering::Release);
-        self.state().folders.clear();
+        self.state().forget();
     }
 
     /// Paths the watcher saw change (`None`: it lost track of some).
@@ -150,7 +154,14 @@ impl Listings {
             return true;
         };
         let news = paths.iter().any(|path| state.news(path));
-        state.changed.extend(paths.iter().cloned());
+        // Kept for the next listing, if anything is kept for it; a session
+        // that writes much and lists seldom forgets instead of growing.
+        if !state.folders.is_empty() {
+            state.changed.extend(paths.iter().cloned());
+            if state.changed.len() > MOST_CHANGED {
+                state.forget();
+            }
+        }
         news
     }
 
@@ -200,6 +211,7 @@ impl State {
     /// Forgets every folder kept.
     pub fn forget(&mut self) {
         self.folders.clear();
+        self.changed.clear();
     }
 
     /// Whether `path`, reported changed, may hold a change this process did
@@ -232,7 +244,7 @@ impl State {
             return Ok(());
         }
         if self.generation != generation {
-            self.folders.clear();
+            self.forget();
             return Ok(());
         }
         self.generation = generation + 1;
@@ -366,5 +378,20 @@ mod tests {
         fs::create_dir(root.join("moved_in")).unwrap();
         assert!(storage.changed_on_disk(Some(&[root.join("moved_in")])));
         assert!(storage.changed_on_disk(None));
+    }
+
+    /// Reports kept for the next listing do not pile up in a session that
+    /// writes much and lists seldom.
+    #[test]
+    fn reports_waiting_for_a_listing_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let listings = Listings::default();
+        listings.watched(true);
+        listings.list(dir.path(), 0).unwrap();
+        for i in 0..=MOST_CHANGED {
+            listings.changed(Some(&[dir.path().join(format!("n{i}.md"))]));
+            assert!(listings.state().changed.len() <= MOST_CHANGED);
+        }
+        assert!(listings.state().folders.is_empty(), "forgotten: the next listing reads every folder");
     }
 }
