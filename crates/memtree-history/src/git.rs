@@ -304,12 +304,17 @@ impl GitHistory {
     }
 
     /// Makes the first commit, if there is none: the documents the store
-    /// held before history began, as they are, in one pack.
+    /// held before history began, as they are. Their files go into packs of
+    /// bounded size first, then the round packs its trees and commit.
     fn start(&self, repo: &Repository) -> Result<(), HistoryError> {
         if head_commit(repo)?.is_some() {
             return Ok(());
         }
-        let round = Round::open(&self.root, round::PACKED)?;
+        let round = match round::write_blobs(&self.root, &document_files(&self.root)?, round::BLOBS_PER_PACK)?
+        {
+            true => Round::open(&self.root, round::PACKED)?.with_blobs_written(),
+            false => Round::open(&self.root, round::PACKED)?,
+        };
         let mut index = round.repo().index().map_err(backend("open git index"))?;
         add_documents(round.repo(), &mut index, None)?;
         {
@@ -408,6 +413,33 @@ impl GitHistory {
         add_documents(repo, &mut index, Some((&ids, &self.root)))?;
         index.write().map_err(backend("write git index"))
     }
+}
+
+/// The files of the store's documents, relative to `root`, with their
+/// sizes: every `.md` file whose path is an id, outside hidden folders and
+/// namespace trees.
+fn document_files(root: &Path) -> Result<Vec<(PathBuf, u64)>, HistoryError> {
+    let mut files = Vec::new();
+    let mut folders = vec![PathBuf::new()];
+    while let Some(folder) = folders.pop() {
+        let dir = root.join(&folder);
+        let entries = fs::read_dir(&dir).map_err(backend("list the store"))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| !n.starts_with('.') && !n.starts_with('@')) else {
+                continue;
+            };
+            let path = folder.join(name);
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push(path),
+                Ok(kind) if kind.is_file() && id_of(&path).is_some() => {
+                    files.push((path, entry.metadata().map_or(0, |m| m.len())));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Adds documents to the index: the given ids (removing those whose file is
@@ -814,6 +846,47 @@ mod tests {
         if let Ok(fsck) = fsck {
             assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
         }
+    }
+
+    /// History's first commit of a store made outside memtree writes its
+    /// files in packs of bounded size, not all at once from memory.
+    #[test]
+    fn the_first_commit_of_a_large_store_is_written_in_bounded_packs() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::create_dir_all(dir.path().join("deep/er")).unwrap();
+        fs::write(dir.path().join("root.md"), "# root\n").unwrap();
+        fs::write(dir.path().join("deep/er/n.md"), "# deep\n").unwrap();
+        fs::write(dir.path().join("Not an id.md"), "# left out\n").unwrap();
+        // Files that do not compress to nothing.
+        let mut seed = 1u64;
+        let mut noise = || {
+            (0..(1 << 20) / 16)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    format!("{:016x}", seed)
+                })
+                .collect::<String>()
+        };
+        for i in 0..20 {
+            fs::write(dir.path().join(format!("n{i}.md")), format!("# n{i}\n{}\n", noise())).unwrap();
+        }
+        let history = GitHistory::open(dir.path(), CommitTiming::AtOnce);
+        history.flush(Some(&[])).unwrap();
+        // 21 MiB: one pack of 16 MiB of files, one of the rest, one of the
+        // trees and the commit.
+        let objects = dir.path().join(".git/objects");
+        assert_eq!(pack_count(&objects), 3);
+        assert!(packs::loose_objects(&objects).is_empty());
+        let log = history.log(None, 10).unwrap();
+        assert_eq!(log.len(), 1);
+        let at = &log[0].version;
+        assert_eq!(history.read_at(at, &DocId::parse("n19").unwrap()).unwrap().unwrap().len(), (1 << 20) + 7);
+        assert_eq!(
+            history.read_at(at, &DocId::parse("deep/er/n").unwrap()).unwrap().as_deref(),
+            Some("# deep\n")
+        );
+        assert_fsck(dir.path());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! would pile up packs, which are costly to merge again.
 
 use std::cell::Cell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature, Tree};
 use memtree_core::HistoryError;
@@ -20,6 +20,9 @@ use crate::git::{backend, head_commit};
 
 /// Rounds of this many commits or more are written as one pack.
 pub(crate) const PACKED: usize = 8;
+/// The most file data [`write_blobs`] holds in memory before it writes a
+/// pack.
+pub(crate) const BLOBS_PER_PACK: u64 = 16 << 20;
 /// Above libgit2's loose (1) and pack (2) backends, so that every object
 /// the round writes goes to memory.
 const IN_MEMORY: i32 = 1000;
@@ -27,6 +30,9 @@ const IN_MEMORY: i32 = 1000;
 pub(crate) struct Round {
     repo: Repository,
     packed: bool,
+    /// Every blob the round's commits name is on disk already (see
+    /// [`write_blobs`]): its pack holds the commits and trees only.
+    blobs_written: bool,
     /// The branch's commit when the round began.
     start: Option<Oid>,
     /// The round's last commit.
@@ -47,7 +53,13 @@ impl Round {
                 .map_err(backend("keep objects in memory"))?;
         }
         let start = head_commit(&repo)?.map(|commit| commit.id());
-        Ok(Round { repo, packed, start, tip: Cell::new(start) })
+        Ok(Round { repo, packed, blobs_written: false, start, tip: Cell::new(start) })
+    }
+
+    /// The blobs the round's commits name are written already.
+    pub(crate) fn with_blobs_written(mut self) -> Round {
+        self.blobs_written = true;
+        self
     }
 
     pub(crate) fn repo(&self) -> &Repository {
@@ -91,7 +103,16 @@ impl Round {
                 walk.hide(start).map_err(backend("walk new commits"))?;
             }
             let mut builder = self.repo.packbuilder().map_err(backend("start pack"))?;
-            builder.insert_walk(&mut walk).map_err(backend("pack new commits"))?;
+            if self.blobs_written {
+                for commit in walk {
+                    let commit = self.repo.find_commit(commit.map_err(backend("walk new commits"))?);
+                    let commit = commit.map_err(backend("read commit"))?;
+                    builder.insert_object(commit.id(), None).map_err(backend("pack commit"))?;
+                    insert_trees(&mut builder, &commit.tree().map_err(backend("read tree"))?)?;
+                }
+            } else {
+                builder.insert_walk(&mut walk).map_err(backend("pack new commits"))?;
+            }
             builder
                 .write(&self.repo.path().join("objects").join("pack"), 0o444)
                 .map_err(backend("write pack"))?;
@@ -106,4 +127,55 @@ impl Round {
         }
         .map_err(backend("move branch"))
     }
+}
+
+/// Writes the files at `files` (inside the work tree at `root`, with their
+/// sizes) as blobs, in packs of about `most` bytes each, when they hold more
+/// than that; answers whether it did. A commit of many files (history's
+/// first, of a store made outside memtree) then holds no more than that in
+/// memory: the round that commits them finds them written, and packs only
+/// its trees (see [`Round::with_blobs_written`]). A round's mempack would
+/// hold every file at once, with the pack builder's copies: 320 MiB for
+/// 98 MiB of Markdown.
+pub(crate) fn write_blobs(root: &Path, files: &[(PathBuf, u64)], most: u64) -> Result<bool, HistoryError> {
+    if files.iter().map(|(_, len)| len).sum::<u64>() <= most {
+        return Ok(false);
+    }
+    let mut files = files.iter().peekable();
+    while files.peek().is_some() {
+        let round = Round::open(root, PACKED)?;
+        let mut builder = round.repo.packbuilder().map_err(backend("start pack"))?;
+        let mut held = 0;
+        while held < most
+            && let Some((path, len)) = files.next()
+        {
+            let id = round.repo.blob_path(&root.join(path)).map_err(backend("write blob"))?;
+            builder.insert_object(id, None).map_err(backend("pack blob"))?;
+            held += len;
+        }
+        builder
+            .write(&round.repo.path().join("objects").join("pack"), 0o444)
+            .map_err(backend("write pack"))?;
+    }
+    Ok(true)
+}
+
+/// Adds `tree` and every tree under it to `builder`, not their blobs.
+fn insert_trees(builder: &mut git2::PackBuilder<'_>, tree: &Tree<'_>) -> Result<(), HistoryError> {
+    builder.insert_object(tree.id(), None).map_err(backend("pack tree"))?;
+    let mut failed = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.kind() != Some(git2::ObjectType::Tree) {
+            return git2::TreeWalkResult::Ok;
+        }
+        match builder.insert_object(entry.id(), None) {
+            Ok(()) => git2::TreeWalkResult::Ok,
+            Err(error) => {
+                failed = Some(error);
+                git2::TreeWalkResult::Abort
+            }
+        }
+    })
+    .map_err(backend("walk tree"))?;
+    failed.map_or(Ok(()), |error| Err(backend("pack tree")(error)))
 }
