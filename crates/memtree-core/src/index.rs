@@ -65,7 +65,7 @@ pub struct Queued {
 impl Queued {
     /// `id`, now holding `text`.
     pub fn put(id: DocId, text: &str) -> Queued {
-        Queued { id, links: parse_links(front_matter::split(text).body).ids }
+        Queued { id, links: crate::links::children(text) }
     }
 
     /// `id`, now deleted.

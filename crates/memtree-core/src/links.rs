@@ -26,6 +26,12 @@ pub struct InvalidLink {
     pub error: IdError,
 }
 
+/// The valid ids a whole document's text links, in order (its
+/// front-matter set aside).
+pub fn children(text: &str) -> Vec<DocId> {
+    parse_links(crate::front_matter::split(text).body).ids
+}
+
 /// Finds every wiki link in a Markdown body (front-matter already removed).
 pub fn parse_links(body: &str) -> Links {
     let mut links = Links::default();

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use super::Memory;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
-use crate::front_matter;
 use crate::line_ending::LineEnding;
 use crate::refusal::{Refusal, Subject};
 use crate::storage::Change;
@@ -77,8 +76,7 @@ impl Memory {
         }
         let imported: HashMap<&DocId, usize> =
             import.docs.iter().enumerate().map(|(i, (id, _))| (id, i)).collect();
-        let old_children: HashSet<DocId> =
-            crate::links::parse_links(front_matter::split(&old_parent_text).body).ids.into_iter().collect();
+        let old_children: HashSet<DocId> = crate::links::children(&old_parent_text).into_iter().collect();
         for link in &parent_links.ids {
             if let Some((id, _)) = imported.get_key_value(link) {
                 parents.entry(id).or_default().push(under);

@@ -11,7 +11,6 @@ use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::front_matter;
 use crate::line_ending::LineEnding;
-use crate::links::parse_links;
 use crate::outline;
 use crate::references::{self, Reference};
 use crate::refusal::{PlanConflict, Refusal, Subject};
@@ -220,7 +219,7 @@ impl Memory {
             if doc_text.len() > limit {
                 return Err(MemoryError::TooLarge { len: doc_text.len(), limit });
             }
-            let links = parse_links(front_matter::split(doc_text).body).ids;
+            let links = crate::links::children(doc_text);
             if links.len() > self.settings.max_links {
                 return Err(MemoryError::TooManyLinks { links: links.len(), limit: self.settings.max_links });
             }

@@ -8,9 +8,7 @@ use std::collections::{HashMap, HashSet};
 use super::Memory;
 use crate::doc_id::DocId;
 use crate::error::{CrossTreeReason, MemoryError};
-use crate::front_matter;
 use crate::index::SearchIndex;
-use crate::links::parse_links;
 use crate::refusal::Subject;
 use crate::storage::{Storage, StorageError};
 use crate::tree::Tree;
@@ -51,7 +49,7 @@ impl LinkSource for StoredLinks<'_> {
             Err(e) => return Err(e.into()),
         };
         let mut children = Vec::new();
-        for link in parse_links(front_matter::split(&text).body).ids {
+        for link in crate::links::children(&text) {
             if !children.contains(&link) && self.storage.stamp(&link)?.is_some() {
                 children.push(link);
             }
