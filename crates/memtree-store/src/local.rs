@@ -493,6 +493,8 @@ impl Storage for LocalStorage {
             path: self.journal.display().to_string(),
             reason: e.to_string(),
         })?;
+        // The replay changes files without going through `apply`.
+        self.listings.hold().forget();
         self.replay(&journal)?;
         Ok(Some(Recovery { label: journal.label, replayed: journal.ops.len() }))
     }
