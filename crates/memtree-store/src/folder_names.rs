@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use memtree_core::{Stamp, StorageError};
 
 use crate::atomic_file::io_error;
-use crate::local::stamp_of;
+use crate::local::dir_stamp;
 
 #[derive(Debug, Default)]
 pub(crate) struct FolderNames {
@@ -43,14 +43,6 @@ pub(crate) struct Edit<'a> {
     pub dir: &'a Path,
     pub name: String,
     pub added: bool,
-}
-
-fn dir_stamp(dir: &Path) -> Result<Option<Stamp>, StorageError> {
-    match fs::metadata(dir) {
-        Ok(meta) => Ok(Some(stamp_of(&meta))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error("stat", dir)(e)),
-    }
 }
 
 impl FolderNames {

@@ -24,7 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 use memtree_core::{DocId, Ignored, Listing, Stamp, StorageError};
 
 use crate::atomic_file::io_error;
-use crate::local::stamp_of;
+use crate::local::{dir_stamp, stamp_of};
 
 /// The most paths reported and not yet listed that are kept; past it,
 /// the next listing reads every folder.
@@ -45,18 +45,15 @@ pub(crate) struct State {
     changed: HashSet<PathBuf>,
 }
 
-/// What one folder held when its stamp was `stamp`.
+/// What one folder held when its stamp was `stamp` (`None`: it was gone,
+/// and reading it fails).
 #[derive(Debug)]
 struct Folder {
-    stamp: Stamp,
+    stamp: Option<Stamp>,
     docs: HashMap<PathBuf, (DocId, Stamp)>,
     ignored: Vec<(String, Ignored)>,
     /// Folders inside it, with the id prefix of their documents.
     folders: Vec<(PathBuf, String)>,
-}
-
-fn folder_stamp(dir: &Path) -> Result<Stamp, StorageError> {
-    fs::metadata(dir).map(|m| stamp_of(&m)).map_err(io_error("stat", dir))
 }
 
 /// The stamp of the file at `path`, `None` once it is gone.
@@ -71,7 +68,7 @@ fn file_stamp(path: &Path) -> Result<Option<Stamp>, StorageError> {
 impl Folder {
     /// Reads `dir`, whose documents' ids start with `prefix`.
     fn read(dir: &Path, prefix: &str) -> Result<Folder, StorageError> {
-        let stamp = folder_stamp(dir)?;
+        let stamp = dir_stamp(dir)?;
         let mut folder = Folder { stamp, docs: HashMap::new(), ignored: Vec::new(), folders: Vec::new() };
         for entry in fs::read_dir(dir).map_err(io_error("list", dir))? {
             let entry = entry.map_err(io_error("list", dir))?;
@@ -111,7 +108,7 @@ impl Folder {
     /// Whether what was kept of the folder still holds, with the files the
     /// watcher reported in it stat'ed again.
     fn still_holds(&mut self, dir: &Path, changed: &HashSet<PathBuf>) -> Result<bool, StorageError> {
-        if changed.contains(dir) || folder_stamp(dir)? != self.stamp {
+        if changed.contains(dir) || dir_stamp(dir)? != self.stamp {
             return Ok(false);
         }
         for path in changed.iter().filter(|p| p.parent() == Some(dir)) {
@@ -271,7 +268,7 @@ impl State {
         }
         for dir in restamp {
             if let Some(folder) = self.folders.get_mut(dir) {
-                folder.stamp = folder_stamp(dir)?;
+                folder.stamp = dir_stamp(dir)?;
             }
         }
         Ok(())

@@ -302,6 +302,15 @@ fn crash(at: &str) -> ! {
     std::process::abort()
 }
 
+/// A folder's stamp, `None` when it is gone.
+pub(crate) fn dir_stamp(dir: &Path) -> Result<Option<Stamp>, StorageError> {
+    match fs::metadata(dir) {
+        Ok(meta) => Ok(Some(stamp_of(&meta))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error("stat", dir)(e)),
+    }
+}
+
 pub(crate) fn stamp_of(meta: &fs::Metadata) -> Stamp {
     let modified_ns = meta
         .modified()
