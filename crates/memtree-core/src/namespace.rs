@@ -219,9 +219,13 @@ impl Namespaced {
     /// The tree as YAML; in a namespace, a second YAML document holds the
     /// shared tree.
     pub fn tree_yaml(&self) -> Result<String, MemoryError> {
-        let own = self.own.tree()?.render_yaml();
-        let Some(shared) = &self.shared else { return Ok(own) };
-        let shared = shared.tree()?.render_yaml();
-        Ok(format!("{own}--- # the shared tree: name its ids {SHARED_PREFIX}<id>\n{shared}"))
+        let own = self.own.tree()?;
+        let Some(shared) = &self.shared else { return Ok(own.render_yaml().to_owned()) };
+        let shared = shared.tree()?;
+        Ok(format!(
+            "{}--- # the shared tree: name its ids {SHARED_PREFIX}<id>\n{}",
+            own.render_yaml(),
+            shared.render_yaml()
+        ))
     }
 }

@@ -7,6 +7,7 @@
 //! later, an S3 bucket are interchangeable.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::doc_id::DocId;
 
@@ -25,7 +26,10 @@ pub struct Stamp {
 /// Every document the backend holds, and the files it could not take as one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
-    pub docs: Vec<(DocId, Stamp)>,
+    /// In id order. Shared: a backend that knows nothing changed hands out
+    /// the listing it made last, and a reader may tell it is the same one
+    /// (`Arc::ptr_eq`) without comparing every stamp.
+    pub docs: Arc<[(DocId, Stamp)]>,
     /// Paths the backend saw but left out of the store, and why.
     pub ignored: Vec<(String, Ignored)>,
 }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::cite::{cite, join};
 use crate::doc_id::DocId;
@@ -20,6 +20,10 @@ pub struct Tree {
     /// not tree edges), resolved, in order; only documents that have some.
     references: BTreeMap<DocId, Arc<[DocId]>>,
     referrers: HashMap<DocId, Vec<DocId>>,
+    /// [`Tree::render_yaml`]'s answer, made at the first call: a tree is
+    /// never changed, and a served store shows the same one until a
+    /// document's links change.
+    yaml: OnceLock<String>,
 }
 
 /// Something in a store that breaks a tree rule or needs a person's eyes.
@@ -186,7 +190,7 @@ impl Tree {
                 }
             }
         }
-        Tree { links, parents, references: BTreeMap::new(), referrers: HashMap::new() }
+        Tree { links, parents, ..Tree::default() }
     }
 
     /// The tree with each document's references (see [`Tree::references`]).
@@ -309,7 +313,11 @@ impl Tree {
     }
 
     /// The tree under `root` in the YAML form of `get_document_tree`.
-    pub fn render_yaml(&self) -> String {
+    pub fn render_yaml(&self) -> &str {
+        self.yaml.get_or_init(|| self.yaml())
+    }
+
+    fn yaml(&self) -> String {
         let mut out = String::new();
         for entry in self.outline() {
             if entry.depth == 0 {

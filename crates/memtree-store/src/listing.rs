@@ -43,6 +43,9 @@ pub(crate) struct State {
     folders: HashMap<PathBuf, Folder>,
     /// Paths the watcher reported since the last listing.
     changed: HashSet<PathBuf>,
+    /// The listing made from `folders`, handed out again while every
+    /// folder still holds and nothing was reported or applied since.
+    listed: Option<Listing>,
 }
 
 /// What one folder held when its stamp was `stamp` (`None`: it was gone,
@@ -176,30 +179,47 @@ impl Listings {
         let mut state = self.state();
         let changed = std::mem::take(&mut state.changed);
         if !keep || state.generation != generation {
-            state.folders.clear();
+            state.forget();
         }
+        // The last listing is current if no folder had to be read again
+        // and no report or own change touched what was kept.
+        let mut same = changed.is_empty();
         let mut kept: HashMap<PathBuf, Folder> = HashMap::new();
-        let mut listing = Listing::default();
+        let mut docs = Vec::new();
+        let mut ignored = Vec::new();
         let mut stack = vec![(root.to_path_buf(), String::new())];
         while let Some((dir, prefix)) = stack.pop() {
-            let folder = match state.folders.remove(&dir) {
-                Some(mut folder) => match folder.still_holds(&dir, &changed)? {
-                    true => folder,
-                    false => Folder::read(&dir, &prefix)?,
-                },
-                None => Folder::read(&dir, &prefix)?,
+            let held = match state.folders.remove(&dir) {
+                Some(mut folder) => folder.still_holds(&dir, &changed)?.then_some(folder),
+                None => None,
             };
-            listing.docs.extend(folder.docs.values().cloned());
-            listing.ignored.extend(folder.ignored.iter().cloned());
+            let folder = match held {
+                Some(folder) => folder,
+                None => {
+                    same = false;
+                    Folder::read(&dir, &prefix)?
+                }
+            };
+            if !same || state.listed.is_none() {
+                docs.extend(folder.docs.values().cloned());
+                ignored.extend(folder.ignored.iter().cloned());
+            }
             stack.extend(folder.folders.iter().cloned());
             kept.insert(dir, folder);
         }
+        if let (true, Some(listed)) = (same, &state.listed) {
+            let listed = listed.clone();
+            state.folders = kept;
+            return Ok(listed);
+        }
+        docs.sort_by(|a, b| a.0.cmp(&b.0));
+        ignored.sort();
+        let listing = Listing { docs: docs.into(), ignored };
         if keep {
             state.folders = kept;
             state.generation = generation;
+            state.listed = Some(listing.clone());
         }
-        listing.docs.sort_by(|a, b| a.0.cmp(&b.0));
-        listing.ignored.sort();
         Ok(listing)
     }
 }
@@ -209,6 +229,7 @@ impl State {
     pub fn forget(&mut self) {
         self.folders.clear();
         self.changed.clear();
+        self.listed = None;
     }
 
     /// Whether `path`, reported changed, may hold a change this process did
@@ -245,6 +266,7 @@ impl State {
             return Ok(());
         }
         self.generation = generation + 1;
+        self.listed = None;
         let mut restamp: HashSet<&Path> = HashSet::new();
         for (path, id) in puts {
             let dir = path.parent().expect("document paths have a parent");
@@ -285,6 +307,8 @@ fn forget_with_parents(folders: &mut HashMap<PathBuf, Folder>, dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use memtree_core::{Change, Storage};
 
     use super::*;
@@ -311,8 +335,14 @@ mod tests {
         let everything = || LocalStorage::open(root).unwrap().list().unwrap();
         storage.watched(true);
         change(&storage, &["root", "a", "b/c", "b/d/e"], &[]);
+        let first = storage.list().unwrap();
+        assert_eq!(first, everything());
+        let again = storage.list().unwrap();
+        assert!(Arc::ptr_eq(&first.docs, &again.docs), "nothing changed: the same listing, handed out again");
+        // Its own changes: a document rewritten; a new folder, a folder
+        // emptied and removed.
+        change(&storage, &["a"], &[]);
         assert_eq!(storage.list().unwrap(), everything());
-        // Its own changes: a new folder, a folder emptied and removed.
         change(&storage, &["a", "f/g"], &["b/d/e"]);
         assert_eq!(storage.list().unwrap(), everything());
         assert!(!root.join("b/d").exists());

@@ -15,7 +15,7 @@ fn change(puts: &[(&str, &str)], deletes: &[&str]) -> Change {
 }
 
 fn ids(storage: &dyn Storage) -> Vec<String> {
-    storage.list().unwrap().docs.into_iter().map(|(i, _)| i.to_string()).collect()
+    storage.list().unwrap().docs.iter().map(|(i, _)| i.to_string()).collect()
 }
 
 /// Runs the suite on an empty `storage`: reads of absent documents, stamps

@@ -71,9 +71,9 @@ impl Memory {
     /// Every document and its text, in id order.
     pub fn texts(&self) -> Result<BTreeMap<DocId, String>, MemoryError> {
         let mut docs = BTreeMap::new();
-        for (id, _) in self.storage.list()?.docs {
-            let text = self.read_existing(&id)?;
-            docs.insert(id, text);
+        for (id, _) in self.storage.list()?.docs.iter() {
+            let text = self.read_existing(id)?;
+            docs.insert(id.clone(), text);
         }
         Ok(docs)
     }

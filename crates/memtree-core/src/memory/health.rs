@@ -139,7 +139,7 @@ impl Memory {
             index.stamps()?.into_iter().map(|(id, stamp, _)| (id, stamp)).collect();
         let mut examples = Vec::new();
         let (mut missing, mut stale) = (0, 0);
-        for (id, stamp) in &listing.docs {
+        for (id, stamp) in listing.docs.iter() {
             match known.get(id) {
                 None => missing += 1,
                 Some(s) if s != stamp => stale += 1,

@@ -80,7 +80,7 @@ impl Memory {
             index.stamps()?.into_iter().map(|(id, stamp, hash)| (id, (stamp, hash))).collect();
         let mut report = Reconciliation::default();
         let mut changed = Vec::new();
-        for (id, stamp) in &listing.docs {
+        for (id, stamp) in listing.docs.iter() {
             match known.get(id) {
                 Some((known_stamp, _)) if known_stamp == stamp => report.unchanged += 1,
                 Some((_, hash)) => match self.storage.read(id) {
@@ -119,7 +119,7 @@ impl Memory {
         let listing = self.storage.list()?;
         index.clear()?;
         let total = listing.docs.len();
-        let ids: Vec<DocId> = listing.docs.into_iter().map(|(id, _)| id).collect();
+        let ids: Vec<DocId> = listing.docs.iter().map(|(id, _)| id.clone()).collect();
         for (i, chunk) in ids.chunks(500).enumerate() {
             self.refresh(chunk)?;
             progress((i * 500 + chunk.len()).min(total), total);

@@ -96,15 +96,15 @@ impl Memory {
         let listing = self.storage.list()?;
         Ok(listing
             .docs
-            .into_iter()
+            .iter()
             .map(|(id, stamp)| DocumentInfo {
-                parent: tree.parents(&id).first().cloned(),
-                children: tree.links(&id).iter().filter(|c| tree.contains(c)).cloned().collect(),
-                references: tree.references(&id).to_vec(),
-                referenced_by: tree.referrers(&id).to_vec(),
+                parent: tree.parents(id).first().cloned(),
+                children: tree.links(id).iter().filter(|c| tree.contains(c)).cloned().collect(),
+                references: tree.references(id).to_vec(),
+                referenced_by: tree.referrers(id).to_vec(),
                 bytes: stamp.len,
                 modified_ns: stamp.modified_ns,
-                id,
+                id: id.clone(),
             })
             .collect())
     }
