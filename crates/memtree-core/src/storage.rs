@@ -153,7 +153,7 @@ pub trait Storage: Send + Sync {
     /// An existing document whose id equals `id` ignoring ASCII case.
     fn find_folded(&self, id: &DocId) -> Result<Option<DocId>, StorageError>;
 
-    /// Every document.
+    /// Every document, in id order.
     fn list(&self) -> Result<Listing, StorageError>;
 
     /// A file watcher reports, through [`Storage::changed_on_disk`], every

@@ -293,10 +293,25 @@ fn an_external_edit_never_returns_stale_text() {
 #[test]
 fn reconciliation_and_reindex_rebuild_from_the_files() {
     let (dir, memory) = store();
-    std::fs::write(dir.path().join("infra/runbooks.md"), "# Runbooks\nQuokka sightings.\n").unwrap();
-    std::fs::remove_file(dir.path().join("scratch.md")).unwrap();
+    let file = |id: &str| dir.path().join(format!("{id}.md"));
+    // Changes at the start, in the middle and at the end of the id order,
+    // which reconciliation walks beside the index's.
+    std::fs::write(file("infra/runbooks"), "# Runbooks\nQuokka sightings.\n").unwrap();
+    std::fs::write(file("aardvark"), "# Aardvark\nIt digs burrows.\n").unwrap();
+    std::fs::write(file("raccoon"), "# Raccoon\nIts stripes.\n").unwrap();
+    std::fs::remove_file(file("old_notes")).unwrap();
+    std::fs::remove_file(file("scratch")).unwrap();
+    // Written again with the same bytes: a new stamp, the same text.
+    std::fs::write(file("people"), std::fs::read(file("people")).unwrap()).unwrap();
     let report = memory.reconcile().unwrap();
-    assert_eq!((report.indexed, report.removed), (1, 1));
+    assert_eq!(
+        (report.unchanged, report.restamped, report.indexed, report.removed),
+        (2, 1, 3, 2),
+        "root and infra unchanged; people touched; runbooks, aardvark and raccoon indexed; two gone"
+    );
+    assert_eq!(cites(&memory, "burrows"), ["aardvark#Aardvark"]);
+    assert_eq!(cites(&memory, "stripes"), ["raccoon#Raccoon"]);
+    assert!(cites(&memory, "6543").is_empty());
     assert_eq!(memory.reconcile().unwrap().indexed, 0);
     std::fs::remove_file(dir.path().join(".memtree/index.sqlite")).unwrap();
     let _ = std::fs::remove_file(dir.path().join(".memtree/index.sqlite-wal"));
@@ -308,10 +323,10 @@ fn reconciliation_and_reindex_rebuild_from_the_files() {
             .unwrap()
             .findings
             .iter()
-            .any(|f| matches!(f, Finding::IndexOutOfDate { missing: 5, .. }))
+            .any(|f| matches!(f, Finding::IndexOutOfDate { missing: 6, .. }))
     );
     let mut calls = 0;
-    assert_eq!(fresh.reindex(&mut |_, _| calls += 1).unwrap(), 5);
+    assert_eq!(fresh.reindex(&mut |_, _| calls += 1).unwrap(), 6);
     assert!(calls >= 1);
     assert_eq!(cites(&fresh, "quokka"), ["infra/runbooks#Runbooks"]);
     assert!(!fresh.validate().unwrap().findings.iter().any(|f| matches!(f, Finding::IndexOutOfDate { .. })));

@@ -427,12 +427,14 @@ async fn write(
 }
 
 /// Serves `server` to the client on `input` and `output`, every line
-/// screened; returns once the client has left and every answer is written.
+/// screened, calling `ready` once the handshake is done; returns once the
+/// client has left and every answer is written.
 pub async fn serve<S: rmcp::ServerHandler>(
     server: S,
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
     max_line: usize,
+    ready: impl FnOnce(),
 ) -> io::Result<()> {
     use rmcp::ServiceExt as _;
     let (to_rmcp, incoming) = mpsc::channel(IN_FLIGHT);
@@ -441,7 +443,10 @@ pub async fn serve<S: rmcp::ServerHandler>(
     let screening = tokio::spawn(screen(input, to_rmcp, answers.clone(), Arc::clone(&in_flight), max_line));
     let writing = tokio::spawn(write(output, queue, in_flight));
     let served = match server.serve(Channels { incoming, outgoing: answers }).await {
-        Ok(service) => service.waiting().await.map(drop).map_err(io::Error::other),
+        Ok(service) => {
+            ready();
+            service.waiting().await.map(drop).map_err(io::Error::other)
+        }
         Err(e) => Err(io::Error::other(e)),
     };
     // rmcp ended (the client left, or the handshake failed): stop reading

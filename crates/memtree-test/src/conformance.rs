@@ -52,6 +52,15 @@ pub fn storage_conforms(storage: &dyn Storage) {
     storage.apply(&change(&[], &["projects/silica", "b"])).unwrap();
     assert_eq!(ids(storage), ["root"]);
     assert_eq!(storage.trash_len().unwrap(), 3);
+
+    // In id order, whatever order files or keys come in: `-` sorts before
+    // `/`, a folder's documents among the others.
+    storage
+        .apply(&change(&[("n/a", "x"), ("n-b", "x"), ("n", "x"), ("m/z/y", "x"), ("n0", "x")], &[]))
+        .unwrap();
+    assert_eq!(ids(storage), ["m/z/y", "n", "n-b", "n/a", "n0", "root"]);
+    storage.apply(&change(&[], &["n/a", "n-b", "n", "m/z/y", "n0"])).unwrap();
+    assert_eq!(storage.trash_len().unwrap(), 8);
     assert!(!storage.has_pending_change().unwrap());
     assert_eq!(storage.recover().unwrap(), None);
 }

@@ -48,11 +48,14 @@ fn watch_tree(watcher: &mut impl Watcher, root: &Path, dir: &Path, new: bool) ->
         watcher.watch(&folder, RecursiveMode::NonRecursive)?;
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         for entry in entries.flatten() {
-            let path = entry.path();
-            // Not followed through a symlink, as the store's listing does not.
+            // Not followed through a symlink, as the store's listing does
+            // not. A path is made only where needed: a store's folder may
+            // hold 100,000 files.
             match entry.file_type() {
-                Ok(kind) if kind.is_dir() && holds_documents(root, &path) => folders.push(path),
-                Ok(kind) if kind.is_file() && new => found.extend(doc_id(root, &path)),
+                Ok(kind) if kind.is_dir() && holds_documents(root, &entry.path()) => {
+                    folders.push(entry.path())
+                }
+                Ok(kind) if kind.is_file() && new => found.extend(doc_id(root, &entry.path())),
                 _ => {}
             }
         }

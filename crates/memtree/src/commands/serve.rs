@@ -116,10 +116,11 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         memory.expect_reconcile();
     }
     let told = changes.clone();
+    let (handshake_done, handshake) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
-        // Let the client's handshake and first requests go first: on two
-        // cores, walking a large store competes with them for the CPU.
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Let the client's handshake go first: on two cores, walking a
+        // large store competes with it for the CPU.
+        let _ = handshake.recv_timeout(HANDSHAKE_WAIT);
         for (place, memory, prefix) in background {
             let changes = told.clone();
             let tell = move |ids: &[memtree_core::DocId]| {
@@ -154,7 +155,8 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let transport = Transport { http, changes, max_message, store: settings.own_place().to_string() };
+    let transport =
+        Transport { http, changes, max_message, store: settings.own_place().to_string(), handshake_done };
     let served = match profile {
         Profile::Memtree => {
             let server = MemtreeServer::new(Arc::clone(&trees), tools.as_deref(), sessions)
@@ -185,12 +187,18 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The longest the store's walk at start waits for the client's handshake.
+const HANDSHAKE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// How the server is reached: over HTTP (with the UI) or stdio.
 struct Transport {
     http: Option<memtree_web::HttpConfig>,
     changes: memtree_web::Changes,
     max_message: usize,
     store: String,
+    /// Told once a client may send requests: the stdio handshake is done,
+    /// or the HTTP port is open.
+    handshake_done: std::sync::mpsc::Sender<()>,
 }
 
 impl Transport {
@@ -203,7 +211,8 @@ impl Transport {
                 // The address is printed for a person or a script that
                 // asked for port 0; logs go to stderr.
                 let bound = |addr| {
-                    eprintln!("memtree: serving MCP at http://{addr}/mcp and the UI at http://{addr}/")
+                    eprintln!("memtree: serving MCP at http://{addr}/mcp and the UI at http://{addr}/");
+                    let _ = self.handshake_done.send(());
                 };
                 memtree_web::serve(server, trees, self.changes, config, bound, stopped())
                     .await
@@ -212,7 +221,10 @@ impl Transport {
             None => {
                 tracing::info!(store = %self.store, "serving over stdio");
                 let (input, output) = rmcp::transport::io::stdio_pipes();
-                memtree_mcp::framing::serve(server, input, output, self.max_message)
+                let ready = move || {
+                    let _ = self.handshake_done.send(());
+                };
+                memtree_mcp::framing::serve(server, input, output, self.max_message, ready)
                     .await
                     .context("MCP service failed")
             }
