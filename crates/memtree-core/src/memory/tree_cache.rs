@@ -39,15 +39,27 @@ struct CachedDoc {
     racy: bool,
     /// The valid links, shared with the trees built from this entry.
     ids: Arc<[DocId]>,
-    invalid: Vec<InvalidLink>,
-    /// The documents its references point at, and the references that
-    /// point at no possible document, as written.
+    /// The documents its references point at.
     references: Arc<[DocId]>,
+    /// What few documents have, apart: the entries of a store of 100,000
+    /// documents stay small.
+    rare: Option<Box<Rare>>,
+}
+
+/// A document's invalid links, references that point at no possible
+/// document (as written), why it cannot be read, its deprecation and its
+/// expiry date.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Rare {
+    invalid: Vec<InvalidLink>,
     unresolved: Vec<String>,
     problem: Option<String>,
     deprecation: Option<Deprecation>,
     expires: Option<String>,
 }
+
+const NOTHING_RARE: &Rare =
+    &Rare { invalid: Vec::new(), unresolved: Vec::new(), problem: None, deprecation: None, expires: None };
 
 /// A document marked `status: deprecated`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,24 +69,24 @@ struct Deprecation {
 }
 
 impl CachedDoc {
+    fn new(stamp: Stamp, racy: bool, ids: Arc<[DocId]>, references: Arc<[DocId]>, rare: Rare) -> CachedDoc {
+        let rare = (rare != *NOTHING_RARE).then(|| Box::new(rare));
+        CachedDoc { stamp, racy, ids, references, rare }
+    }
+
+    fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(NOTHING_RARE)
+    }
+
     /// The `expires` date, when it is before `today` (both `YYYY-MM-DD…`).
     fn expired(&self, today: &str) -> Option<&str> {
-        self.expires.as_deref().filter(|e| has_expired(e, today))
+        self.rare().expires.as_deref().filter(|e| has_expired(e, today))
     }
 
     /// A document that cannot be read: no links, and why.
     fn unreadable(stamp: Stamp, racy: bool, reason: String) -> CachedDoc {
-        CachedDoc {
-            stamp,
-            racy,
-            ids: Arc::new([]),
-            invalid: Vec::new(),
-            references: Arc::new([]),
-            unresolved: Vec::new(),
-            problem: Some(reason),
-            deprecation: None,
-            expires: None,
-        }
+        let rare = Rare { problem: Some(reason), ..Rare::default() };
+        CachedDoc::new(stamp, racy, Arc::new([]), Arc::new([]), rare)
     }
 
     fn parse(id: &DocId, text: &str, stamp: Stamp, racy: bool) -> CachedDoc {
@@ -94,17 +106,8 @@ impl CachedDoc {
                 None => unresolved.push(dest),
             }
         }
-        CachedDoc {
-            stamp,
-            racy,
-            ids: links.ids.into(),
-            invalid: links.invalid,
-            references: references.into(),
-            unresolved,
-            problem,
-            deprecation,
-            expires: fm.expires,
-        }
+        let rare = Rare { invalid: links.invalid, unresolved, problem, deprecation, expires: fm.expires };
+        CachedDoc::new(stamp, racy, links.ids.into(), references.into(), rare)
     }
 }
 
@@ -144,10 +147,10 @@ impl TreeCache {
                     // A racy entry read again unchanged changes nothing.
                     changed |= cached.is_none_or(|c| {
                         c.ids != doc.ids
-                            || c.invalid != doc.invalid
-                            || c.problem != doc.problem
                             || c.references != doc.references
-                            || c.unresolved != doc.unresolved
+                            || c.rare().invalid != doc.rare().invalid
+                            || c.rare().problem != doc.rare().problem
+                            || c.rare().unresolved != doc.rare().unresolved
                     });
                     self.docs.insert(id.clone(), doc);
                 }
@@ -175,7 +178,7 @@ impl TreeCache {
             if let Some(expires) = doc.expired(today) {
                 findings.push(Finding::Expired { id: id.clone(), expires: expires.to_owned() });
             }
-            if let (Some(deprecation), Some(parent)) = (&doc.deprecation, tree.parents(id).first()) {
+            if let (Some(deprecation), Some(parent)) = (&doc.rare().deprecation, tree.parents(id).first()) {
                 findings.push(Finding::DeprecatedLinked {
                     id: id.clone(),
                     parent: parent.clone(),
@@ -193,7 +196,9 @@ impl TreeCache {
         let mut current: Vec<DocId> = self
             .docs
             .iter()
-            .filter(|(id, d)| tree.contains(id) && d.deprecation.is_none() && d.expired(today).is_none())
+            .filter(|(id, d)| {
+                tree.contains(id) && d.rare().deprecation.is_none() && d.expired(today).is_none()
+            })
             .map(|(id, _)| id.clone())
             .collect();
         current.sort();
@@ -210,14 +215,19 @@ impl TreeCache {
         let mut links = BTreeMap::new();
         let mut references = BTreeMap::new();
         for (id, doc) in &self.docs {
-            if let Some(reason) = &doc.problem {
+            let rare = doc.rare();
+            if let Some(reason) = &rare.problem {
                 findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
             }
             findings.extend(
-                doc.invalid.iter().map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
+                rare.invalid
+                    .iter()
+                    .map(|l| Finding::InvalidLink { id: id.clone(), target: l.target.clone() }),
             );
             findings.extend(
-                doc.unresolved.iter().map(|t| Finding::BrokenReference { id: id.clone(), target: t.clone() }),
+                rare.unresolved
+                    .iter()
+                    .map(|t| Finding::BrokenReference { id: id.clone(), target: t.clone() }),
             );
             links.insert(id.clone(), Arc::clone(&doc.ids));
             if !doc.references.is_empty() {
