@@ -19,8 +19,8 @@ const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"
 /// This process's own writes are kept as [`Change`]s and applied to a
 /// term's postings when a search next asks for it, so that a write costs
 /// nothing here and a search only what its own words need; a write by
-/// another process drops everything, as does holding more than
-/// [`HELD_INSTANCES`].
+/// another process drops everything, and past [`HELD_INSTANCES`] the
+/// postings read longest ago go.
 #[derive(Default)]
 pub struct Reader {
     lengths: Lengths,
@@ -29,8 +29,10 @@ pub struct Reader {
     /// commits) and this connection's total changes.
     at: (i64, u64),
     /// Each term's postings and document frequency, with the number of
-    /// the first change not applied to them yet.
-    postings: HashMap<String, (Arc<Postings>, u64)>,
+    /// the first change not applied to them yet (and, for postings, when
+    /// a search last read them, in `reads`).
+    postings: HashMap<String, (Arc<Postings>, u64, u64)>,
+    reads: u64,
     df: HashMap<String, (usize, u64)>,
     held: usize,
     /// This process's writes not yet applied to every term held; the first
@@ -103,12 +105,15 @@ impl Reader {
     /// passages and their mean length.
     pub fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
         let at = counters(conn)?;
-        if at != self.at || self.held > HELD_INSTANCES {
+        if at != self.at {
             self.at = at;
             self.postings.clear();
             self.df.clear();
             self.pending.clear();
             self.held = 0;
+        }
+        if self.held > HELD_INSTANCES {
+            self.forget_least_read(HELD_INSTANCES / 2);
         }
         // Changes every term held has caught up with are done with.
         let next = self.next();
@@ -118,6 +123,21 @@ impl Reader {
             self.first += 1;
         }
         self.lengths.refresh(conn)
+    }
+
+    /// Drops the postings read longest ago until at most `keep` instances
+    /// are held: the words searched most stay.
+    fn forget_least_read(&mut self, keep: usize) {
+        let mut by_read: Vec<(u64, String)> = self.postings.iter().map(|(t, p)| (p.2, t.clone())).collect();
+        by_read.sort_unstable();
+        for (_, term) in by_read {
+            if self.held <= keep {
+                break;
+            }
+            if let Some((postings, ..)) = self.postings.remove(&term) {
+                self.held -= postings.len();
+            }
+        }
     }
 
     /// The number the next change will have.
@@ -168,18 +188,20 @@ impl Reader {
     /// Every instance of `term`.
     pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
         let next = self.next();
-        if let Some((p, seen)) = self.postings.get_mut(term) {
+        self.reads += 1;
+        if let Some((p, seen, read)) = self.postings.get_mut(term) {
             let before = p.len();
             for change in self.pending.range((*seen - self.first) as usize..) {
                 change.apply(term, Arc::make_mut(p));
             }
             self.held = (self.held + p.len()).saturating_sub(before);
             *seen = next;
+            *read = self.reads;
             return Ok(p.clone());
         }
         let p = Arc::new(read_postings(conn, term)?);
         self.held += p.len();
-        self.postings.insert(term.to_owned(), (p.clone(), next));
+        self.postings.insert(term.to_owned(), (p.clone(), next, self.reads));
         Ok(p)
     }
 
@@ -283,5 +305,41 @@ impl Lengths {
     /// last refresh).
     fn get(&self, rowid: i64) -> u32 {
         usize::try_from(rowid - self.first).ok().and_then(|i| self.lengths.get(i)).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memtree_core::{DocId, IndexedDoc, SearchIndex, Stamp};
+
+    use super::*;
+    use crate::SqliteIndex;
+
+    /// Past its bound, the reader drops the postings read longest ago, not
+    /// all of them: the words searched most stay held.
+    #[test]
+    fn the_postings_read_longest_ago_go_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let docs: Vec<IndexedDoc> = (0..3)
+            .map(|i| {
+                let text = format!("# Note {i}\nalpha beta gamma delta\n");
+                let stamp = Stamp { len: text.len() as u64, modified_ns: 1, tag: 0 };
+                IndexedDoc::from_text(DocId::parse(&format!("n{i}")).unwrap(), &text, stamp)
+            })
+            .collect();
+        SqliteIndex::open(&path).unwrap().upsert(&docs).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let mut reader = Reader::default();
+        reader.refresh(&conn).unwrap();
+        for term in ["alpha", "beta", "gamma", "delta", "alpha"] {
+            reader.postings(&conn, term).unwrap();
+        }
+        let each = reader.postings["alpha"].0.len();
+        reader.forget_least_read(2 * each);
+        let mut held: Vec<&str> = reader.postings.keys().map(String::as_str).collect();
+        held.sort_unstable();
+        assert_eq!(held, ["alpha", "delta"], "beta and gamma were read longest ago");
+        assert_eq!(reader.held, 2 * each);
     }
 }
