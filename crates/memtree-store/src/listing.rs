@@ -185,8 +185,6 @@ impl Listings {
         // and no report or own change touched what was kept.
         let mut same = changed.is_empty();
         let mut kept: HashMap<PathBuf, Folder> = HashMap::new();
-        let mut docs = Vec::new();
-        let mut ignored = Vec::new();
         let mut stack = vec![(root.to_path_buf(), String::new())];
         while let Some((dir, prefix)) = stack.pop() {
             let held = match state.folders.remove(&dir) {
@@ -200,10 +198,6 @@ impl Listings {
                     Folder::read(&dir, &prefix)?
                 }
             };
-            if !same || state.listed.is_none() {
-                docs.extend(folder.docs.values().cloned());
-                ignored.extend(folder.ignored.iter().cloned());
-            }
             stack.extend(folder.folders.iter().cloned());
             kept.insert(dir, folder);
         }
@@ -212,6 +206,9 @@ impl Listings {
             state.folders = kept;
             return Ok(listed);
         }
+        let mut docs: Vec<(DocId, Stamp)> = kept.values().flat_map(|f| f.docs.values().cloned()).collect();
+        let mut ignored: Vec<(String, Ignored)> =
+            kept.values().flat_map(|f| f.ignored.iter().cloned()).collect();
         docs.sort_by(|a, b| a.0.cmp(&b.0));
         ignored.sort();
         let listing = Listing { docs: docs.into(), ignored };
@@ -306,16 +303,20 @@ impl State {
 /// following links: no path walk per file); a large folder's files on
 /// several threads, as the stat calls are most of a listing's time (a
 /// store of 100,000 notes in one folder).
-fn stamps(documents: Vec<(fs::DirEntry, DocId)>) -> Result<HashMap<OsString, (DocId, Stamp)>, StorageError> {
+fn stamps(
+    mut documents: Vec<(fs::DirEntry, DocId)>,
+) -> Result<HashMap<OsString, (DocId, Stamp)>, StorageError> {
     let stamp = |(entry, id): (fs::DirEntry, DocId)| {
         let meta = entry.metadata().map_err(|e| io_error("stat", &entry.path())(e))?;
         Ok((entry.file_name(), (id, stamp_of(&meta))))
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MOST_STAT_THREADS);
-    if documents.len() < PARALLEL_STATS || threads < 2 {
+    let threads = match documents.len() {
+        n if n < PARALLEL_STATS => 1,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()).min(MOST_STAT_THREADS),
+    };
+    if threads < 2 {
         return documents.into_iter().map(stamp).collect();
     }
-    let mut documents = documents;
     let share = documents.len().div_ceil(threads);
     let mut shares = Vec::new();
     while documents.len() > share {
@@ -382,6 +383,10 @@ mod tests {
         assert_eq!(first, everything());
         let again = storage.list().unwrap();
         assert!(Arc::ptr_eq(&first.docs, &again.docs), "nothing changed: the same listing, handed out again");
+        // Another program's new file in a folder below the top one, not
+        // reported yet: that folder's stamp moved, the others' did not.
+        fs::write(root.join("b/unreported.md"), "# made by another program\n").unwrap();
+        assert_eq!(storage.list().unwrap(), everything());
         // Its own changes: a document rewritten; a new folder, a folder
         // emptied and removed.
         change(&storage, &["a"], &[]);
