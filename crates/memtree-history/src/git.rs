@@ -338,7 +338,11 @@ impl GitHistory {
     fn scan(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
         let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
         let mut index = round.repo().index().map_err(backend("open git index"))?;
-        add_documents(round.repo(), &mut index, changed.map(|ids| (ids, self.root.as_path())))?;
+        let unsteady =
+            add_documents(round.repo(), &mut index, changed.map(|ids| (ids, self.root.as_path())))?;
+        if !unsteady.is_empty() {
+            tracing::debug!(?unsteady, "files being written are recorded at a later flush");
+        }
         let tree_id = index.write_tree().map_err(backend("write tree"))?;
         let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend("read tree"))?
         else {
@@ -392,7 +396,10 @@ impl GitHistory {
             let path = path_of(id);
             let file = self.root.join(&path);
             let on_disk = match file.is_file() {
-                true => Some(Oid::hash_file(ObjectType::Blob, &file).map_err(backend("hash file"))?),
+                true => match read_steady(&file, "hash file", || Oid::hash_file(ObjectType::Blob, &file))? {
+                    Some(oid) => Some(oid),
+                    None => return Ok(false), // being written: the scan sees to it
+                },
                 false => None,
             };
             if on_disk != tree.get_path(Path::new(&path)).ok().map(|e| e.id()) {
@@ -410,7 +417,8 @@ impl GitHistory {
             return Ok(());
         }
         let mut index = repo.index().map_err(backend("open git index"))?;
-        add_documents(repo, &mut index, Some((&ids, &self.root)))?;
+        let unsteady = add_documents(repo, &mut index, Some((&ids, &self.root)))?;
+        self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(unsteady);
         index.write().map_err(backend("write git index"))
     }
 }
@@ -442,23 +450,62 @@ fn document_files(root: &Path) -> Result<Vec<(PathBuf, u64)>, HistoryError> {
     Ok(files)
 }
 
+/// How often a read of a file that another program is writing meanwhile
+/// is tried before it is left for a later flush.
+const STEADY_TRIES: usize = 3;
+
+/// Runs `read` over the file at `path`, which another program may be
+/// writing in place meanwhile (an editor saving; the watcher reports the
+/// first bytes): git then fails on a size that moved under it. A read
+/// that fails is tried again; `None` when it never succeeded and the file
+/// moved meanwhile, so that a later flush records it once it holds still.
+/// A file that fails without moving (no permission) is an error.
+fn read_steady<T>(
+    path: &Path,
+    op: &'static str,
+    mut read: impl FnMut() -> Result<T, git2::Error>,
+) -> Result<Option<T>, HistoryError> {
+    let seen = || fs::metadata(path).ok().map(|m| (m.len(), m.modified().ok()));
+    let mut moved = false;
+    let mut last = None;
+    for _ in 0..STEADY_TRIES {
+        let before = seen();
+        match read() {
+            Ok(value) => return Ok(Some(value)),
+            Err(error) => {
+                moved |= seen() != before;
+                last = Some(error);
+            }
+        }
+    }
+    match (moved, last) {
+        (false, Some(error)) => Err(backend(op)(error)),
+        _ => Ok(None),
+    }
+}
+
 /// Adds documents to the index: the given ids (removing those whose file is
 /// gone), or every `.md` file whose name is a valid id. Adding them all first
 /// records the file data (time, size, inode) of files whose text is as
 /// indexed: otherwise a store copied, cloned or restored (every file new to
 /// the index's eyes) has each of its files read and hashed again at every
-/// start, seconds at 10,000 documents.
+/// start, seconds at 10,000 documents. Returns the given ids left out
+/// because another program was writing their file.
 fn add_documents(
     repo: &Repository,
     index: &mut git2::Index,
     only: Option<(&[DocId], &Path)>,
-) -> Result<(), HistoryError> {
+) -> Result<Vec<DocId>, HistoryError> {
+    let mut unsteady = Vec::new();
     match only {
         Some((ids, root)) => {
             for id in ids {
                 let path = PathBuf::from(path_of(id));
-                if root.join(&path).is_file() {
-                    index.add_path(&path).map_err(backend("add to git index"))?;
+                let file = root.join(&path);
+                if file.is_file() {
+                    if read_steady(&file, "add to git index", || index.add_path(&path))?.is_none() {
+                        unsteady.push(id.clone());
+                    }
                 } else {
                     match index.remove_path(&path) {
                         Ok(()) => {}
@@ -480,7 +527,7 @@ fn add_documents(
             index.update_all(["*.md"], None).map_err(backend("update git index"))?;
         }
     }
-    Ok(())
+    Ok(unsteady)
 }
 
 /// Commits `records` (oldest first) as one commit after the round's tip,
@@ -1114,5 +1161,36 @@ mod tests {
         }
         assert!(history.queue.names().unwrap().is_empty());
         assert_fsck(dir.path());
+    }
+
+    /// Another program writing a document in place while history reads it
+    /// (an editor saving, the watcher reporting the first half) is no
+    /// failure of history: the file is recorded once it holds still.
+    #[test]
+    fn a_file_written_while_it_is_read_is_recorded_once_it_holds_still() {
+        let (dir, history) = store(Some("# Root\n- [[a]]\n"), CommitTiming::AtOnce);
+        let file = dir.path().join("a.md");
+        fs::write(&file, "# A\n").unwrap();
+        history.flush(None).unwrap();
+        let a = DocId::parse("a").unwrap();
+        let writing = std::sync::atomic::AtomicBool::new(true);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut size = 1usize;
+                while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                    size = size % 200_000 + 7_919;
+                    let mut f = File::create(&file).unwrap(); // truncates, as an editor saving in place
+                    std::io::Write::write_all(&mut f, "x".repeat(size).as_bytes()).unwrap();
+                }
+            });
+            let flushed: Result<Vec<()>, _> =
+                (0..300).map(|_| history.flush(Some(std::slice::from_ref(&a)))).collect();
+            writing.store(false, std::sync::atomic::Ordering::Relaxed);
+            flushed.unwrap();
+        });
+        history.flush(Some(std::slice::from_ref(&a))).unwrap();
+        let last = &history.log(Some(&a), 1).unwrap()[0].version;
+        assert_eq!(history.read_at(last, &a).unwrap().unwrap(), fs::read_to_string(&file).unwrap());
+        assert!(history.problem.lock().unwrap().is_none());
     }
 }
