@@ -261,6 +261,7 @@ impl GitHistory {
                 repo
             }
         };
+        round::bound_pack_window(&repo)?;
         Ok(repo)
     }
 
@@ -1192,5 +1193,39 @@ mod tests {
         let last = &history.log(Some(&a), 1).unwrap()[0].version;
         assert_eq!(history.read_at(last, &a).unwrap().unwrap(), fs::read_to_string(&file).unwrap());
         assert!(history.problem.lock().unwrap().is_none());
+    }
+
+    /// The pack builder's window is bounded in the store's git config, in
+    /// a repository memtree makes and in one it finds; a value set by hand
+    /// stays.
+    #[test]
+    fn the_pack_window_is_bounded_unless_set_by_hand() {
+        let local = |dir: &Path| {
+            let config = Repository::open(dir).unwrap().config().unwrap();
+            config.open_level(git2::ConfigLevel::Local).unwrap().get_i64("pack.windowMemory")
+        };
+        let (made, history) = store(Some("# Root\n"), CommitTiming::AtOnce);
+        history.flush(None).unwrap();
+        assert_eq!(local(made.path()).unwrap(), 1 << 20);
+
+        let found = tempfile::tempdir().unwrap();
+        fs::create_dir_all(found.path().join(".memtree")).unwrap();
+        fs::write(found.path().join("root.md"), "# Root\n").unwrap();
+        Repository::init(found.path()).unwrap();
+        assert!(local(found.path()).is_err());
+        GitHistory::open(found.path(), CommitTiming::AtOnce).flush(None).unwrap();
+        assert_eq!(local(found.path()).unwrap(), 1 << 20);
+
+        let by_hand = tempfile::tempdir().unwrap();
+        fs::create_dir_all(by_hand.path().join(".memtree")).unwrap();
+        fs::write(by_hand.path().join("root.md"), "# Root\n").unwrap();
+        Repository::init(by_hand.path())
+            .unwrap()
+            .config()
+            .unwrap()
+            .set_i64("pack.windowMemory", 3 << 20)
+            .unwrap();
+        GitHistory::open(by_hand.path(), CommitTiming::AtOnce).flush(None).unwrap();
+        assert_eq!(local(by_hand.path()).unwrap(), 3 << 20);
     }
 }

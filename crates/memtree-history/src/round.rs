@@ -27,6 +27,24 @@ pub(crate) const BLOBS_PER_PACK: u64 = 16 << 20;
 /// the round writes goes to memory.
 const IN_MEMORY: i32 = 1000;
 
+/// The memory libgit2's pack builder may fill with the objects it looks
+/// for deltas among (`pack.windowMemory`; unbounded by default). Unbounded,
+/// a round's pack holds ten root trees and their delta indexes at once:
+/// 12 MB in a store of 10,000 documents in one folder, at every round. The
+/// best base of a root tree is the one next to it in the window, so packs
+/// come out the same size with 1 MiB.
+const PACK_WINDOW_MEMORY: i64 = 1 << 20;
+
+/// Bounds the pack builder's window in the repository's config, unless a
+/// value is set there (or in the user's git config) already.
+pub(crate) fn bound_pack_window(repo: &Repository) -> Result<(), HistoryError> {
+    let mut config = repo.config().map_err(backend("read git config"))?;
+    if config.get_entry("pack.windowMemory").is_err() {
+        config.set_i64("pack.windowMemory", PACK_WINDOW_MEMORY).map_err(backend("write git config"))?;
+    }
+    Ok(())
+}
+
 pub(crate) struct Round {
     repo: Repository,
     packed: bool,
