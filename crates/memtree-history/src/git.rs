@@ -77,6 +77,9 @@ pub struct GitHistory {
     unindexed: Mutex<BTreeSet<DocId>>,
     /// Why the last attempt to commit failed, until one succeeds.
     problem: Mutex<Option<String>>,
+    /// The pack builder's window is bounded once a process, not at every
+    /// opening of the repository (see [`round::bound_pack_window`]).
+    window_bounded: std::sync::Once,
     wake: Arc<(Mutex<bool>, Condvar)>,
     /// Which commits changed which document, built at the first question.
     changes: Mutex<Changes>,
@@ -128,6 +131,7 @@ impl GitHistory {
             mode,
             unindexed: Mutex::default(),
             problem: Mutex::default(),
+            window_bounded: std::sync::Once::new(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
             changes: Mutex::default(),
         });
@@ -261,7 +265,7 @@ impl GitHistory {
                 repo
             }
         };
-        round::bound_pack_window(&repo)?;
+        self.window_bounded.call_once(|| round::bound_pack_window(&repo));
         Ok(repo)
     }
 

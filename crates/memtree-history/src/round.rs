@@ -36,13 +36,16 @@ const IN_MEMORY: i32 = 1000;
 const PACK_WINDOW_MEMORY: i64 = 1 << 20;
 
 /// Bounds the pack builder's window in the repository's config, unless a
-/// value is set there (or in the user's git config) already.
-pub(crate) fn bound_pack_window(repo: &Repository) -> Result<(), HistoryError> {
-    let mut config = repo.config().map_err(backend("read git config"))?;
-    if config.get_entry("pack.windowMemory").is_err() {
-        config.set_i64("pack.windowMemory", PACK_WINDOW_MEMORY).map_err(backend("write git config"))?;
+/// value is set there (or in the user's git config) already. A store that
+/// cannot be written keeps its history readable: a failure is logged.
+pub(crate) fn bound_pack_window(repo: &Repository) {
+    let bounded = repo.config().and_then(|mut config| {
+        let set = config.get_entry("pack.windowMemory").is_ok();
+        if set { Ok(()) } else { config.set_i64("pack.windowMemory", PACK_WINDOW_MEMORY) }
+    });
+    if let Err(error) = bounded {
+        tracing::warn!(%error, "could not bound git's pack window; packing history may take more memory");
     }
-    Ok(())
 }
 
 pub(crate) struct Round {
