@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
+use git2::{IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
 use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepared, Version};
 use thread_priority::ThreadPriority;
 
 use crate::changes::Changes;
 use crate::packs;
 use crate::queue::{Queue, Record};
+use crate::record_round::{Kept, RecordRound};
 use crate::round::{self, Round};
 
 /// The trailer naming the queued record a commit was made from, so a
@@ -83,6 +83,8 @@ pub struct GitHistory {
     wake: Arc<(Mutex<bool>, Condvar)>,
     /// Which commits changed which document, built at the first question.
     changes: Mutex<Changes>,
+    /// The trees the last round of queued records left.
+    kept: Mutex<Option<Kept>>,
 }
 
 /// The history error of `op` failing, which keeps the error beneath as
@@ -134,6 +136,7 @@ impl GitHistory {
             window_bounded: std::sync::Once::new(),
             wake: Arc::new((Mutex::new(false), Condvar::new())),
             changes: Mutex::default(),
+            kept: Mutex::default(),
         });
         if let Err(error) = history.queue.repair() {
             tracing::error!(%error, "the history queue's folders cannot be repaired");
@@ -286,8 +289,10 @@ impl GitHistory {
             return Ok((touched, done));
         }
         self.start(repo)?;
-        let round = Round::open(&self.root, names.len().div_ceil(per_commit))?;
-        let committed = recent_records(round.tip()?)?;
+        let started = std::time::Instant::now();
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut round = RecordRound::open(&self.root, names.len().div_ceil(per_commit), kept)?;
+        let committed = recent_records(round.start()?)?;
         for group in names.chunks(per_commit) {
             done.extend(group);
             let mut records = Vec::with_capacity(group.len());
@@ -302,9 +307,11 @@ impl GitHistory {
                     }
                 }
             }
-            touched.extend(commit_records(&round, &records)?);
+            touched.extend(commit_records(&mut round, &records)?);
         }
-        round.finish()?;
+        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(round.finish()?);
+        let ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(records = done.len(), per_commit, ms, "committed a round");
         Ok((touched, done))
     }
 
@@ -540,14 +547,8 @@ fn add_documents(
 /// added, changed or deleted. One record keeps its label; several are
 /// labelled by their count and their labels, and each is named by a
 /// trailer.
-fn commit_records(round: &Round, records: &[(u128, Record)]) -> Result<Vec<DocId>, HistoryError> {
+fn commit_records(round: &mut RecordRound, records: &[(u128, Record)]) -> Result<Vec<DocId>, HistoryError> {
     let Some((_, last)) = records.last() else { return Ok(Vec::new()) };
-    let repo = round.repo();
-    let base = round
-        .tip()?
-        .ok_or_else(|| backend("find parent commit")("no commit to follow"))?
-        .tree()
-        .map_err(backend("read tree"))?;
     // Each document's last text (or deletion) over the records.
     let mut last_state: std::collections::BTreeMap<&DocId, Option<&str>> = std::collections::BTreeMap::new();
     for (_, record) in records {
@@ -558,34 +559,34 @@ fn commit_records(round: &Round, records: &[(u128, Record)]) -> Result<Vec<DocId
             last_state.insert(id, Some(text));
         }
     }
-    let mut update = TreeUpdateBuilder::new();
+    let mut files = Vec::new();
     let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
     for (id, text) in last_state {
-        let before = base.get_path(Path::new(&path_of(id))).ok().map(|e| e.id());
+        let path = path_of(id);
+        let before = round.file(&path)?;
         match (text, before) {
             (Some(text), before) => {
-                let blob = repo.blob(text.as_bytes()).map_err(backend("write blob"))?;
+                let blob = round.blob(text.as_bytes())?;
                 match before {
                     Some(old) if old == blob => continue,
                     Some(_) => changed.push(id.clone()),
                     None => added.push(id.clone()),
                 }
-                update.upsert(path_of(id), blob, FileMode::Blob);
+                files.push((path, Some(blob)));
             }
             (None, Some(_)) => {
-                update.remove(path_of(id));
+                files.push((path, None));
                 deleted.push(id.clone());
             }
             (None, None) => {}
         }
     }
-    let tree_id = update.create_updated(repo, &base).map_err(backend("write tree"))?;
-    if tree_id == base.id() {
+    if files.is_empty() {
         // Nothing to record: the changes rewrote documents as they were,
         // or history began after them (its first commit has them).
         return Ok(Vec::new());
     }
-    let tree = repo.find_tree(tree_id).map_err(backend("read tree"))?;
+    let tree = round.tree_with(files)?;
     let label = match records {
         [(_, record)] => record.label.clone(),
         _ => {
@@ -602,10 +603,7 @@ fn commit_records(round: &Round, records: &[(u128, Record)]) -> Result<Vec<DocId
     let trailers: String = records.iter().map(|(name, _)| format!("{RECORD_TRAILER}{name}\n")).collect();
     let message =
         format!("{label}\n\n{}{trailers}", memtree_core::history::describe(&added, &changed, &deleted));
-    let when = git2::Time::new(last.time, 0);
-    let signature =
-        Signature::new("memtree", "memtree@localhost", &when).map_err(backend("make signature"))?;
-    round.commit(&signature, &message, &tree)?;
+    round.commit(last.time, &message, tree)?;
     Ok(added.into_iter().chain(changed).chain(deleted).collect())
 }
 
@@ -863,7 +861,7 @@ impl History for GitHistory {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A store whose root holds `root` (none: no root), with its history.
@@ -893,11 +891,39 @@ mod tests {
     }
 
     /// git itself reads the repository: the branch and every object are sound.
-    fn assert_fsck(dir: &Path) {
+    pub(crate) fn assert_fsck(dir: &Path) {
         let fsck = std::process::Command::new("git").arg("-C").arg(dir).args(["fsck", "--strict"]).output();
         if let Ok(fsck) = fsck {
             assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
         }
+    }
+
+    /// The trees a round keeps for the next one are dropped once another
+    /// commit moved the branch (a scan's here; another process's alike):
+    /// the next round starts from the branch, and keeps what it added.
+    #[test]
+    fn kept_trees_give_way_to_a_commit_made_meanwhile() {
+        let (dir, history) = store(Some("# Root\n"), CommitTiming::AtOnce);
+        // A write: the file, and its change queued.
+        let put = |id: &str, text: &str| {
+            fs::write(dir.path().join(format!("{id}.md")), text).unwrap();
+            Change {
+                puts: vec![(DocId::parse(id).unwrap(), text.to_owned())],
+                deletes: vec![],
+                label: format!("put {id}"),
+            }
+        };
+        queue(&history, &put("a", "# A\n"));
+        history.flush(Some(&[])).unwrap();
+        fs::write(dir.path().join("b.md"), "# B, written by hand\n").unwrap();
+        history.flush(None).unwrap();
+        queue(&history, &put("c", "# C\n"));
+        history.flush(Some(&[])).unwrap();
+        let repo = Repository::open(dir.path()).unwrap();
+        let tree = repo.head().unwrap().peel_to_tree().unwrap();
+        let names: Vec<String> = tree.iter().map(|e| e.name().unwrap().to_owned()).collect();
+        assert_eq!(names, ["a.md", "b.md", "c.md", "root.md"]);
+        assert_fsck(dir.path());
     }
 
     /// History's first commit of a store made outside memtree writes its

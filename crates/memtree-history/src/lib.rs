@@ -4,8 +4,11 @@
 
 mod changes;
 mod git;
+mod pack_file;
 mod packs;
 mod queue;
+mod record_round;
 mod round;
+mod tree_bytes;
 
 pub use git::{CommitTiming, GitHistory};

@@ -1,6 +1,7 @@
-//! A round of commits: the commits made from a batch of queued records, or
-//! from the files as they are. The branch moves once, at the end, and only
-//! after the objects it names are written.
+//! A round of commits made through libgit2's trees: from the files as they
+//! are (a scan, history's first commit), by way of the git index. Queued
+//! records go through `record_round.rs`. The branch moves once, at the
+//! end, and only after the objects it names are written.
 //!
 //! A round of many commits keeps its objects in memory (a libgit2 mempack)
 //! and writes them out as one pack, in which each commit's tree is a delta
@@ -138,16 +139,21 @@ impl Round {
                 .write(&self.repo.path().join("objects").join("pack"), 0o444)
                 .map_err(backend("write pack"))?;
         }
-        let head = self.repo.find_reference("HEAD").map_err(backend("read HEAD"))?;
-        // HEAD names the branch, or (checked out by hand) a commit.
-        let branch = head.symbolic_target().map_err(backend("read HEAD"))?.unwrap_or("HEAD").to_owned();
-        let log = "memtree: commit";
-        match self.start {
-            Some(start) => self.repo.reference_matching(&branch, tip, true, start, log).map(drop),
-            None => self.repo.reference(&branch, tip, false, log).map(drop),
-        }
-        .map_err(backend("move branch"))
+        move_branch(&self.repo, self.start, tip)
     }
+}
+
+/// Moves the branch HEAD names (or HEAD itself, checked out by hand at a
+/// commit) from `start` to `tip`, if it is still at `start`.
+pub(crate) fn move_branch(repo: &Repository, start: Option<Oid>, tip: Oid) -> Result<(), HistoryError> {
+    let head = repo.find_reference("HEAD").map_err(backend("read HEAD"))?;
+    let branch = head.symbolic_target().map_err(backend("read HEAD"))?.unwrap_or("HEAD").to_owned();
+    let log = "memtree: commit";
+    match start {
+        Some(start) => repo.reference_matching(&branch, tip, true, start, log).map(drop),
+        None => repo.reference(&branch, tip, false, log).map(drop),
+    }
+    .map_err(backend("move branch"))
 }
 
 /// Writes the files at `files` (inside the work tree at `root`, with their
