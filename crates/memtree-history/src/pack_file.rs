@@ -93,51 +93,141 @@ impl PackFile {
         Ok(offset)
     }
 
-    /// Writes the pack and its index into `pack_dir` (fsync'd, then moved
-    /// into place, the pack first): git finds a pack by its index.
+    /// Writes the pack and its index into `pack_dir`.
     pub(crate) fn finish(mut self, pack_dir: &Path) -> std::io::Result<()> {
-        let mut pack = b"PACK\0\0\0\x02".to_vec();
-        pack.extend((self.objects.len() as u32).to_be_bytes());
-        let mut checksum = sha1_smol::Sha1::new();
-        checksum.update(&pack);
-        checksum.update(&self.entries);
-        let digest = checksum.digest().bytes();
-        self.objects.sort_unstable_by_key(|(id, ..)| *id);
-        let index = index(&self.objects, &digest);
-        let name = format!("pack-{}", hex(&digest));
-        let final_pack = pack_dir.join(format!("{name}.pack"));
-        if final_pack.exists() {
-            return Ok(()); // The same objects, packed before.
+        let entries = std::mem::take(&mut self.entries);
+        install(pack_dir, &mut self.objects, |out| out.write_all(&entries))
+    }
+}
+
+/// Writes the packs at `stems` (each `<stem>.pack` with its index) as one
+/// pack into `pack_dir`: each one's entries as they are (a delta names its
+/// base by its distance back, and each pack's entries stay together), with
+/// an index made from theirs. Nothing is decompressed or rebuilt:
+/// libgit2's indexer would rebuild every delta to check it, and keep the
+/// bases it rebuilt (about as much memory as the packs' trees whole).
+pub(crate) fn concatenate(pack_dir: &Path, stems: &[&Path]) -> std::io::Result<()> {
+    use std::io::{Read, Seek};
+    let mut objects = Vec::new();
+    let mut sources = Vec::new();
+    // Where the next pack's entries begin in the new pack.
+    let mut at = 12;
+    for stem in stems {
+        let path = stem.with_extension("pack");
+        let mut file = File::open(&path)?;
+        let mut header = [0; 12];
+        file.read_exact(&mut header)?;
+        let index = read_index(&fs::read(stem.with_extension("idx"))?)
+            .ok_or_else(|| std::io::Error::other(format!("{}: not a pack index", stem.display())))?;
+        if &header[..8] != b"PACK\0\0\0\x02"
+            || u32::from_be_bytes(header[8..].try_into().expect("4 bytes")) as usize != index.len()
+        {
+            return Err(std::io::Error::other(format!(
+                "{}: not a version 2 pack of its index",
+                path.display()
+            )));
         }
-        let write = |suffix: &str, parts: &[&[u8]]| -> std::io::Result<std::path::PathBuf> {
-            let path = pack_dir.join(format!("tmp_{name}.{suffix}"));
-            let mut file = File::create(&path)?;
-            for part in parts {
-                file.write_all(part)?;
+        let entries = file.metadata()?.len().saturating_sub(12 + 20);
+        objects.extend(index.into_iter().map(|(id, crc, offset)| (id, crc, offset - 12 + at)));
+        at += entries;
+        sources.push((file, entries));
+    }
+    install(pack_dir, &mut objects, |out| {
+        for (file, entries) in &mut sources {
+            file.seek(std::io::SeekFrom::Start(12))?;
+            let copied = std::io::copy(&mut Read::take(&mut *file, *entries), out)?;
+            if copied != *entries {
+                return Err(std::io::Error::other("a pack ended early"));
             }
-            file.sync_all()?;
-            Ok(path)
-        };
-        let written = write("pack", &[&pack, &self.entries, &digest])
-            .and_then(|pack| write("idx", &[&index]).map(|index| (pack, index)));
-        let (tmp_pack, tmp_index) = match written {
-            Ok(paths) => paths,
-            Err(error) => {
-                for suffix in ["pack", "idx"] {
-                    let _ = fs::remove_file(pack_dir.join(format!("tmp_{name}.{suffix}")));
+        }
+        Ok(())
+    })
+}
+
+/// Each object of a version 2 pack index: its id, entry checksum and
+/// offset.
+pub(crate) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u32, u64)>> {
+    if index.get(..8)? != b"\xfftOc\0\0\0\x02" {
+        return None;
+    }
+    let be32 = |at: usize| Some(u32::from_be_bytes(index.get(at..at + 4)?.try_into().ok()?));
+    let count = be32(8 + 255 * 4)? as usize;
+    let ids = 8 + 256 * 4;
+    let (crcs, offsets) = (ids + 20 * count, ids + 24 * count);
+    let large = offsets + 4 * count;
+    (0..count)
+        .map(|i| {
+            let id = Oid::from_bytes(index.get(ids + 20 * i..ids + 20 * (i + 1))?).ok()?;
+            let offset = match be32(offsets + 4 * i)? {
+                small if small & 0x8000_0000 == 0 => u64::from(small),
+                large_at => {
+                    let at = large + 8 * (large_at & 0x7FFF_FFFF) as usize;
+                    u64::from_be_bytes(index.get(at..at + 8)?.try_into().ok()?)
                 }
-                return Err(error);
-            }
-        };
-        for (tmp, suffix) in [(tmp_pack, "pack"), (tmp_index, "idx")] {
+            };
+            Some((id, be32(crcs + 4 * i)?, offset))
+        })
+        .collect()
+}
+
+/// A writer that keeps the SHA-1 of what passes through it.
+struct Hashing<W> {
+    inner: W,
+    sha: sha1_smol::Sha1,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        self.sha.update(&bytes[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes a pack of `objects` (ids, entry checksums and offsets), whose
+/// entries `entries` writes, and its index into `pack_dir`: each fsync'd
+/// under a temporary name, then moved into place, the pack first, as git
+/// finds a pack by its index.
+fn install(
+    pack_dir: &Path,
+    objects: &mut [(Oid, u32, u64)],
+    entries: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let tmp = |suffix: &str| pack_dir.join(format!("tmp_memtree_{}.{suffix}", std::process::id()));
+    let written = (|| {
+        let file = File::create(tmp("pack"))?;
+        let mut out = Hashing { inner: std::io::BufWriter::new(file), sha: sha1_smol::Sha1::new() };
+        out.write_all(b"PACK\0\0\0\x02")?;
+        out.write_all(&(objects.len() as u32).to_be_bytes())?;
+        entries(&mut out)?;
+        let digest = out.sha.digest().bytes();
+        let mut file = out.inner.into_inner().map_err(|e| e.into_error())?;
+        file.write_all(&digest)?;
+        file.sync_all()?;
+        objects.sort_unstable_by_key(|(id, ..)| *id);
+        let mut index = File::create(tmp("idx"))?;
+        index.write_all(&self::index(objects, &digest))?;
+        index.sync_all()?;
+        Ok::<_, std::io::Error>(format!("pack-{}", hex(&digest)))
+    })();
+    let installed = written.and_then(|name| {
+        for suffix in ["pack", "idx"] {
             // Read-only, as git leaves its packs.
-            let mut permissions = fs::metadata(&tmp)?.permissions();
+            let mut permissions = fs::metadata(tmp(suffix))?.permissions();
             permissions.set_readonly(true);
-            fs::set_permissions(&tmp, permissions)?;
-            fs::rename(&tmp, pack_dir.join(format!("{name}.{suffix}")))?;
+            fs::set_permissions(tmp(suffix), permissions)?;
+            fs::rename(tmp(suffix), pack_dir.join(format!("{name}.{suffix}")))?;
         }
         File::open(pack_dir)?.sync_all()
+    });
+    for suffix in ["pack", "idx"] {
+        let _ = fs::remove_file(tmp(suffix));
     }
+    installed
 }
 
 /// A version 2 pack index of `objects` (sorted by id, with each entry's
@@ -189,6 +279,25 @@ mod tests {
 
     use super::*;
     use crate::tree_bytes::{Edit, delta, edit, pieces};
+
+    /// An index keeps offsets past 2 GiB in its table of large offsets,
+    /// and reads back as it was written.
+    #[test]
+    fn an_index_reads_back_large_offsets_included() {
+        let objects: Vec<(Oid, u32, u64)> = (0..5u64)
+            .map(|i| {
+                (
+                    Oid::hash_object(ObjectType::Blob, &i.to_le_bytes()).unwrap(),
+                    i as u32 * 7,
+                    12 + i * (1 << 30),
+                )
+            })
+            .collect();
+        let mut sorted = objects.clone();
+        sorted.sort_unstable_by_key(|(id, ..)| *id);
+        assert_eq!(read_index(&index(&sorted, &[0; 20])).unwrap(), sorted);
+        assert!(read_index(b"not an index").is_none());
+    }
 
     /// Objects packed whole and as deltas read back through libgit2.
     #[test]

@@ -10,13 +10,15 @@
 //! larger ones as needed for every pack to hold at least twice the objects
 //! of the next smaller one. So an object is copied a logarithmic number of
 //! times, and a reader looks in a few packs. A roll-up copies the packs'
-//! entries as they are, deltas included: libgit2's pack builder would
-//! compute every delta again and hold every object whole meanwhile (about
-//! 470 KiB a tree of that store: 300 MiB for a roll-up of 600 commits).
-//! One pack must not hold an object twice, so a pack that shares objects
-//! with larger ones is rebuilt instead, without those objects: a round's
-//! pack holds every object its commits reach that the branch did not, so
-//! a document written back as it once was brings its old blob again.
+//! entries as they are, deltas included, and makes the new index from
+//! theirs (`pack_file.rs`): libgit2's pack builder would compute every
+//! delta again and hold every object whole meanwhile (about 470 KiB a tree
+//! of that store: 300 MiB for a roll-up of 600 commits), and its indexer
+//! would rebuild every delta to check it. One pack must not hold an object
+//! twice, so a pack that shares objects with larger ones is rebuilt
+//! instead, without those objects: a scan's round (`round.rs`) packs every
+//! object its commits reach that the branch did not, so a document written
+//! back as it once was brings its old blob again.
 
 use std::collections::HashSet;
 use std::fs;
@@ -26,6 +28,7 @@ use git2::{Oid, Repository};
 use memtree_core::HistoryError;
 
 use crate::git::backend;
+use crate::pack_file;
 
 /// Loose objects take about this many bytes before they are packed: the
 /// pack builder holds them all whole meanwhile.
@@ -79,7 +82,8 @@ pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), His
         .filter(|id| !held.contains(id))
         .collect();
     if copied.len() >= 2 {
-        concatenate(repo, &copied)?;
+        let stems: Vec<&Path> = copied.iter().map(|pack| pack.stem.as_path()).collect();
+        pack_file::concatenate(&objects.join("pack"), &stems).map_err(backend("concatenate packs"))?;
     }
     if !fresh.is_empty() {
         let mut builder = repo.packbuilder().map_err(backend("start pack"))?;
@@ -107,55 +111,6 @@ pub(crate) fn compact(repo: &Repository, loose_threshold: u64) -> Result<(), His
     Ok(())
 }
 
-/// Writes `packs` as one pack through libgit2's indexer, which checks every
-/// object and writes the index: a header with the sum of their counts,
-/// each pack's entries as they are (a delta names its base by its distance
-/// back, and each pack's entries stay together), and the checksum of it all.
-fn concatenate(repo: &Repository, packs: &[&Pack]) -> Result<(), HistoryError> {
-    use std::io::{Read, Seek, Write};
-    let mut count: u32 = 0;
-    let mut files = Vec::new();
-    for pack in packs {
-        let path = pack.stem.with_extension("pack");
-        let mut file = fs::File::open(&path).map_err(backend("open pack"))?;
-        let mut header = [0; 12];
-        file.read_exact(&mut header).map_err(backend("read pack"))?;
-        if &header[..8] != b"PACK\0\0\0\x02" {
-            return Err(backend("read pack")(format!("{}: not a version 2 pack", path.display())));
-        }
-        count = count
-            .checked_add(u32::from_be_bytes(header[8..].try_into().expect("4 bytes")))
-            .ok_or_else(|| backend("concatenate packs")("too many objects for one pack"))?;
-        let entries = file.metadata().map_err(backend("read pack"))?.len().saturating_sub(12 + 20);
-        files.push((file, entries));
-    }
-    let odb = repo.odb().map_err(backend("open object database"))?;
-    let mut writer = odb.packwriter().map_err(backend("start pack"))?;
-    let mut checksum = sha1_smol::Sha1::new();
-    let mut put = |bytes: &[u8]| {
-        checksum.update(bytes);
-        writer.write_all(bytes)
-    };
-    let mut header = b"PACK\0\0\0\x02".to_vec();
-    header.extend(count.to_be_bytes());
-    put(&header).map_err(backend("write pack"))?;
-    let mut buffer = vec![0; 1 << 16];
-    for (mut file, entries) in files {
-        file.seek(std::io::SeekFrom::Start(12)).map_err(backend("read pack"))?;
-        let mut left = entries;
-        while left > 0 {
-            let n = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            file.read_exact(&mut buffer[..n]).map_err(backend("read pack"))?;
-            put(&buffer[..n]).map_err(backend("write pack"))?;
-            left -= n as u64;
-        }
-    }
-    let digest = checksum.digest().bytes();
-    writer.write_all(&digest).map_err(backend("write pack"))?;
-    writer.commit().map_err(backend("finish pack"))?;
-    Ok(())
-}
-
 /// A pack of the repository: `<stem>.pack` and its index `<stem>.idx`.
 pub(crate) struct Pack {
     stem: PathBuf,
@@ -163,18 +118,11 @@ pub(crate) struct Pack {
 }
 
 impl Pack {
-    /// The ids of the pack's objects, read from its index (version 2:
-    /// magic, version, 256 fan-out counts, then the sorted ids).
+    /// The ids of the pack's objects, read from its index.
     fn ids(&self) -> std::io::Result<Vec<Oid>> {
-        let index = fs::read(self.stem.with_extension("idx"))?;
-        let start = 8 + 256 * 4;
-        let count = idx_count(&index)
-            .filter(|&n| index.len() >= start + n * 20)
+        let index = pack_file::read_index(&fs::read(self.stem.with_extension("idx"))?)
             .ok_or_else(|| std::io::Error::other(format!("{}: not a pack index", self.stem.display())))?;
-        index[start..start + count * 20]
-            .chunks_exact(20)
-            .map(|id| Oid::from_bytes(id).map_err(std::io::Error::other))
-            .collect()
+        Ok(index.into_iter().map(|(id, ..)| id).collect())
     }
 
     fn remove(&self) {
