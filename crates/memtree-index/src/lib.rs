@@ -9,6 +9,7 @@ mod background;
 mod dense;
 #[cfg(feature = "embeddings")]
 mod embedding;
+mod instances;
 mod postings;
 mod scoring;
 mod sqlite;

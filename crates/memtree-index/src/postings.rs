@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::scoring::{Corpus, Instance, Postings};
+use crate::instances::{Instance, Postings};
+use crate::scoring::Corpus;
 
 /// The FTS5 columns in order, as `fts5vocab` names them.
 const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
@@ -45,10 +46,11 @@ pub struct Reader {
     parents_at: (i64, u64),
 }
 
-/// The most instances [`Reader`] keeps, 8 MiB: the postings of the words
-/// searched most in a large store (the bench's 200 queries on 10,000 notes
-/// read 633,000 instances of 255 terms).
-const HELD_INSTANCES: usize = 1 << 20;
+/// The most memory the postings [`Reader`] keeps take, 8 MiB: about 2.8
+/// million instances, the postings of the words searched most in a large
+/// store (the bench's 200 queries on 10,000 notes read 633,000 instances of
+/// 255 terms).
+const HELD_BYTES: usize = 8 << 20;
 
 /// Past this many passages written and not yet applied to every term, the
 /// postings held are dropped instead.
@@ -72,16 +74,19 @@ impl Change {
         for &rowid in &self.gone {
             postings.remove(rowid);
         }
+        let mut passage = Vec::new();
         for (rowid, columns) in &self.added {
             // `Reader::wrote` takes only rowids that fit.
             let rowid = *rowid as u32;
+            passage.clear();
             for (column, text) in columns.iter().enumerate() {
                 for (offset, t) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
                     if t == term {
-                        postings.push(Instance::new(rowid, column as u8, offset as u32));
+                        passage.push(Instance::new(rowid, column as u8, offset as u32));
                     }
                 }
             }
+            postings.push(&passage);
         }
     }
 
@@ -112,8 +117,8 @@ impl Reader {
             self.pending.clear();
             self.held = 0;
         }
-        if self.held > HELD_INSTANCES {
-            self.forget_least_read(HELD_INSTANCES / 2);
+        if self.held > HELD_BYTES {
+            self.forget_least_read(HELD_BYTES / 2);
         }
         // Changes every term held has caught up with are done with.
         let next = self.next();
@@ -125,8 +130,8 @@ impl Reader {
         self.lengths.refresh(conn)
     }
 
-    /// Drops the postings read longest ago until at most `keep` instances
-    /// are held: the words searched most stay.
+    /// Drops the postings read longest ago until at most `keep` bytes are
+    /// held: the words searched most stay.
     fn forget_least_read(&mut self, keep: usize) {
         let mut by_read: Vec<(u64, String)> = self.postings.iter().map(|(t, p)| (p.2, t.clone())).collect();
         by_read.sort_unstable();
@@ -135,7 +140,7 @@ impl Reader {
                 break;
             }
             if let Some((postings, ..)) = self.postings.remove(&term) {
-                self.held -= postings.len();
+                self.held -= postings.size();
             }
         }
     }
@@ -190,17 +195,17 @@ impl Reader {
         let next = self.next();
         self.reads += 1;
         if let Some((p, seen, read)) = self.postings.get_mut(term) {
-            let before = p.len();
+            let before = p.size();
             for change in self.pending.range((*seen - self.first) as usize..) {
                 change.apply(term, Arc::make_mut(p));
             }
-            self.held = (self.held + p.len()).saturating_sub(before);
+            self.held = (self.held + p.size()).saturating_sub(before);
             *seen = next;
             *read = self.reads;
             return Ok(p.clone());
         }
         let p = Arc::new(read_postings(conn, term)?);
-        self.held += p.len();
+        self.held += p.size();
         self.postings.insert(term.to_owned(), (p.clone(), next, self.reads));
         Ok(p)
     }
@@ -335,7 +340,7 @@ mod tests {
         for term in ["alpha", "beta", "gamma", "delta", "alpha"] {
             reader.postings(&conn, term).unwrap();
         }
-        let each = reader.postings["alpha"].0.len();
+        let each = reader.postings["alpha"].0.size();
         reader.forget_least_read(2 * each);
         let mut held: Vec<&str> = reader.postings.keys().map(String::as_str).collect();
         held.sort_unstable();

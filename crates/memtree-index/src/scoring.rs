@@ -6,115 +6,7 @@
 //! counts and the positions for phrases together, and a search scores a
 //! term's thousands of passages in microseconds.
 
-/// Where one term occurs: a passage (FTS5 rowid), a column, the term's
-/// position in that column; eight bytes, as a search keeps a million.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Instance {
-    rowid: u32,
-    /// The column in the top 8 bits, the position below (positions past
-    /// 2^24 count as the last).
-    at: u32,
-}
-
-impl Instance {
-    pub fn new(rowid: u32, column: u8, offset: u32) -> Instance {
-        Instance { rowid, at: u32::from(column) << 24 | offset.min(0xFF_FFFF) }
-    }
-
-    pub fn rowid(self) -> i64 {
-        i64::from(self.rowid)
-    }
-
-    pub fn column(self) -> u8 {
-        (self.at >> 24) as u8
-    }
-
-    pub fn offset(self) -> u32 {
-        self.at & 0xFF_FFFF
-    }
-}
-
-/// Every instance of one term, in passage order; `df` is the number of
-/// passages holding it.
-#[derive(Debug, Default, Clone)]
-pub struct Postings {
-    instances: Vec<Instance>,
-    df: usize,
-}
-
-impl Postings {
-    /// `instances` in passage, column, position order (as FTS5 gives them).
-    pub fn new(instances: Vec<Instance>) -> Postings {
-        let df = instances.chunk_by(|a, b| a.rowid == b.rowid).count();
-        let mut instances = instances;
-        instances.shrink_to_fit();
-        Postings { instances, df }
-    }
-
-    pub fn df(&self) -> usize {
-        self.df
-    }
-
-    /// The number of instances.
-    pub fn len(&self) -> usize {
-        self.instances.len()
-    }
-
-    /// Drops passage `rowid`'s instances.
-    pub fn remove(&mut self, rowid: i64) {
-        let start = self.instances.partition_point(|i| i.rowid() < rowid);
-        let len = self.instances[start..].partition_point(|i| i.rowid() == rowid);
-        if len > 0 {
-            self.instances.drain(start..start + len);
-            self.df -= 1;
-        }
-    }
-
-    /// Adds an instance in a passage after (or the same as) the last one's.
-    pub fn push(&mut self, instance: Instance) {
-        if self.instances.last().is_none_or(|last| last.rowid != instance.rowid) {
-            self.df += 1;
-        }
-        self.instances.push(instance);
-    }
-
-    /// A cursor over the passages, to look them up in passage order.
-    fn cursor(&self) -> Cursor<'_> {
-        Cursor { instances: &self.instances, at: 0 }
-    }
-
-    /// Each passage with its instances.
-    fn passages(&self) -> impl Iterator<Item = (i64, &[Instance])> {
-        self.instances.chunk_by(|a, b| a.rowid == b.rowid).map(|run| (run[0].rowid(), run))
-    }
-}
-
-/// Looks up passages in a term's postings in passage order, each from
-/// where the last was found: by galloping, so that looking up a few
-/// passages in a long list costs a few steps each, and many passages no
-/// more than one walk through it.
-struct Cursor<'a> {
-    instances: &'a [Instance],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    /// The instances in passage `rowid` (not before the last looked up),
-    /// if the term occurs there.
-    fn seek(&mut self, rowid: i64) -> Option<&'a [Instance]> {
-        let rest = &self.instances[self.at..];
-        let mut step = 1;
-        while step < rest.len() && rest[step - 1].rowid() < rowid {
-            step *= 2;
-        }
-        let end = step.min(rest.len());
-        self.at += rest[..end].partition_point(|i| i.rowid() < rowid);
-        let rest = &self.instances[self.at..];
-        // A passage holds a term a few times: its run is walked.
-        let len = rest.iter().take_while(|i| i.rowid() == rowid).count();
-        (len > 0).then(|| &rest[..len])
-    }
-}
+use crate::instances::{Cursor, Instance, Postings};
 
 /// How much a term weighs where it occurs: id, title, headings, summary
 /// and tags, body, CJK bigrams. Where a word appears says how much a
@@ -156,15 +48,15 @@ impl Corpus {
     }
 
     /// Each passage of `postings` with the term's BM25 weight in it.
-    fn weights<'a>(
-        &'a self,
-        postings: &'a Postings,
-        length: &'a impl Fn(i64) -> u32,
-    ) -> impl Iterator<Item = (i64, f64)> + 'a {
-        let idf = self.idf(postings.df);
-        postings
-            .passages()
-            .map(move |(rowid, instances)| (rowid, idf * self.weight(rowid, instances, length)))
+    fn weights(&self, postings: &Postings, length: &impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
+        let idf = self.idf(postings.df());
+        let mut weights = Vec::with_capacity(postings.df());
+        let mut cursor = postings.cursor();
+        while let Some(instances) = cursor.next_passage() {
+            let rowid = instances[0].rowid();
+            weights.push((rowid, idf * self.weight(rowid, instances, length)));
+        }
+        weights
     }
 }
 
@@ -203,7 +95,7 @@ pub fn rank(tiers: &Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> V
     if !tiers.rare.is_empty() && !tiers.frequent.is_empty() {
         let mut added: Vec<Option<f64>> = vec![None; scores.len()];
         for p in &tiers.frequent {
-            let idf = corpus.idf(p.df);
+            let idf = corpus.idf(p.df());
             let mut cursor = p.cursor();
             for ((rowid, _), added) in scores.iter().zip(added.iter_mut()) {
                 if let Some(instances) = cursor.seek(*rowid) {
@@ -246,14 +138,13 @@ pub fn best(scores: &mut [(i64, f64)], k: usize) -> &[(i64, f64)] {
 
 /// The passages of several weight lists (each in passage order), with the
 /// sum of their weights, in passage order.
-fn sum(lists: impl Iterator<Item = impl Iterator<Item = (i64, f64)>>) -> Vec<(i64, f64)> {
+fn sum(lists: impl Iterator<Item = Vec<(i64, f64)>>) -> Vec<(i64, f64)> {
     let mut total: Vec<(i64, f64)> = Vec::new();
     for list in lists {
         if total.is_empty() {
-            total.extend(list);
+            total = list;
             continue;
         }
-        let list: Vec<(i64, f64)> = list.collect();
         let mut merged = Vec::with_capacity(total.len() + list.len());
         let (mut a, mut b) = (total.iter().peekable(), list.iter().peekable());
         loop {
@@ -317,32 +208,6 @@ mod tests {
 
     fn ranked(tiers: &Tiers<'_>) -> Vec<i64> {
         scored(tiers, |_| 10).into_iter().map(|(rowid, _)| rowid).collect()
-    }
-
-    #[test]
-    fn postings_count_the_passages_holding_the_term() {
-        let mut p = postings(&[(1, 4, 0), (2, 4, 0), (2, 4, 5), (3, 1, 0)]);
-        assert_eq!((p.df(), p.len()), (3, 4));
-        p.remove(2);
-        p.remove(7);
-        assert_eq!((p.df(), p.len()), (2, 2));
-        p.push(Instance::new(4, 0, 0));
-        p.push(Instance::new(4, 4, 2));
-        assert_eq!((p.df(), p.len()), (3, 4));
-        assert_eq!(p.passages().map(|(rowid, _)| rowid).collect::<Vec<_>>(), [1, 3, 4]);
-    }
-
-    #[test]
-    fn a_cursor_finds_passages_in_order_near_or_far() {
-        let at: Vec<(u32, u8, u32)> = (0..1000).flat_map(|r| [(r * 3, 4, 0), (r * 3, 4, 9)]).collect();
-        let p = postings(&at);
-        let mut cursor = p.cursor();
-        assert_eq!(cursor.seek(0).map(<[_]>::len), Some(2));
-        assert_eq!(cursor.seek(1), None);
-        assert_eq!(cursor.seek(3).map(|i| i[0].rowid()), Some(3));
-        assert_eq!(cursor.seek(2997).map(|i| i[1].offset()), Some(9));
-        assert_eq!(cursor.seek(2998), None);
-        assert_eq!(cursor.seek(5000), None);
     }
 
     #[test]

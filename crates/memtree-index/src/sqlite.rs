@@ -22,8 +22,9 @@ use memtree_core::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
+use crate::instances::Postings;
 use crate::postings::{Change, Reader, counters};
-use crate::scoring::{Postings, Tiers, best, rank};
+use crate::scoring::{Tiers, best, rank};
 use crate::terms::{Stems, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
