@@ -65,14 +65,20 @@ struct Skip {
 
 impl Postings {
     /// `instances` in passage, column, position order (as FTS5 gives them).
+    #[cfg(test)]
     pub fn new(instances: Vec<Instance>) -> Postings {
         let mut postings = Postings::default();
         for run in instances.chunk_by(|a, b| a.rowid == b.rowid) {
             postings.push(run);
         }
-        postings.bytes.shrink_to_fit();
-        postings.skips.shrink_to_fit();
+        postings.shrink_to_fit();
         postings
+    }
+
+    /// Gives back the room left over from coding.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.skips.shrink_to_fit();
     }
 
     pub fn df(&self) -> usize {
