@@ -559,11 +559,11 @@ fn commit_records(round: &mut RecordRound, records: &[(u128, Record)]) -> Result
             last_state.insert(id, Some(text));
         }
     }
+    let paths: Vec<String> = last_state.keys().map(|id| path_of(id)).collect();
+    let befores = round.files(&paths)?;
     let mut files = Vec::new();
     let (mut added, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
-    for (id, text) in last_state {
-        let path = path_of(id);
-        let before = round.file(&path)?;
+    for (((id, text), path), before) in last_state.into_iter().zip(paths).zip(befores) {
         match (text, before) {
             (Some(text), before) => {
                 let blob = round.blob(text.as_bytes())?;

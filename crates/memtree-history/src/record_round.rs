@@ -81,13 +81,24 @@ impl RecordRound {
         self.start.map(|id| self.repo.find_commit(id)).transpose().map_err(backend("read commit"))
     }
 
-    /// The id of the file at `path` (in the store) as the round's last
-    /// commit has it.
-    pub(crate) fn file(&mut self, path: &str) -> Result<Option<Oid>, HistoryError> {
-        let (folder, name) = split(path);
-        let tree = self.tree(folder)?;
-        let entry = tree_bytes::entry(&tree.bytes, name).map_err(backend("read tree"))?;
-        Ok(entry.filter(|(_, folder)| !folder).map(|(id, _)| id))
+    /// The ids of the files at `paths` (in the store) as the round's last
+    /// commit has them: one walk through each folder's tree.
+    pub(crate) fn files(&mut self, paths: &[String]) -> Result<Vec<Option<Oid>>, HistoryError> {
+        let mut by_folder: BTreeMap<&str, Vec<(usize, &str)>> = BTreeMap::new();
+        for (i, path) in paths.iter().enumerate() {
+            let (folder, name) = split(path);
+            by_folder.entry(folder).or_default().push((i, name));
+        }
+        let mut ids = vec![None; paths.len()];
+        for (folder, names) in by_folder {
+            let tree = self.tree(folder)?;
+            let wanted: Vec<&str> = names.iter().map(|(_, name)| *name).collect();
+            let found = tree_bytes::entries_named(&tree.bytes, &wanted).map_err(backend("read tree"))?;
+            for ((i, _), entry) in names.iter().zip(found) {
+                ids[*i] = entry.filter(|(_, folder)| !folder).map(|(id, _)| id);
+            }
+        }
+        Ok(ids)
     }
 
     /// The tree of `folder` as the round's last commit has it (empty if
@@ -300,7 +311,7 @@ mod tests {
                         }
                         None => {
                             // libgit2 refuses to take out what is not there.
-                            if round.file(path).unwrap().is_some() {
+                            if round.files(&[path.to_string()]).unwrap()[0].is_some() {
                                 update.remove(*path);
                             }
                             files.push((path.to_string(), None));

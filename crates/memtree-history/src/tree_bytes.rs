@@ -82,14 +82,31 @@ fn order(a: &[u8], a_folder: bool, b: &[u8], b_folder: bool) -> Ordering {
 
 /// The id of entry `name` in `tree`, and whether it is a folder.
 pub(crate) fn entry(tree: &[u8], name: &str) -> Result<Option<(Oid, bool)>, Malformed> {
+    Ok(entries_named(tree, &[name])?.pop().flatten())
+}
+
+/// The ids of the entries `names` in `tree`, and whether each is a
+/// folder: one walk through the tree for them all (a root tree of 100,000
+/// documents is 4.5 MB).
+pub(crate) fn entries_named(tree: &[u8], names: &[&str]) -> Result<Vec<Option<(Oid, bool)>>, Malformed> {
+    let mut wanted: std::collections::HashMap<&[u8], Vec<usize>> = std::collections::HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        wanted.entry(name.as_bytes()).or_default().push(i);
+    }
+    let mut found = vec![None; names.len()];
     for entry in entries(tree) {
+        if wanted.is_empty() {
+            break;
+        }
         let entry = entry?;
-        if entry.name == name.as_bytes() {
+        if let Some(at) = wanted.remove(entry.name) {
             let id = Oid::from_bytes(entry.id).map_err(|_| Malformed(entry.span.start))?;
-            return Ok(Some((id, entry.folder)));
+            for i in at {
+                found[i] = Some((id, entry.folder));
+            }
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// `tree` with `edits` made. An edit whose entry is there already as it
@@ -360,9 +377,12 @@ mod tests {
             if round == 10 {
                 first = new.clone();
             }
-            for (name, folder, id) in &expected {
-                assert_eq!(entry(&new, name).unwrap(), Some((*id, *folder)));
-            }
+            // Every name looked up in one walk, those absent and one twice.
+            let mut asked: Vec<&str> = names.to_vec();
+            asked.push(names[0]);
+            let mut want: Vec<Option<(Oid, bool)>> = state.iter().map(|s| s.map(|(f, id)| (id, f))).collect();
+            want.push(want[0]);
+            assert_eq!(entries_named(&new, &asked).unwrap(), want, "round {round}");
             old = new;
         }
     }
