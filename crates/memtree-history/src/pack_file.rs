@@ -41,27 +41,21 @@ impl PackFile {
 
     /// Adds object `id`, of `kind`, whole; answers where it lies.
     pub(crate) fn add(&mut self, id: Oid, kind: ObjectType, data: &[u8]) -> std::io::Result<u64> {
-        self.entry(id, kind_code(kind), data.len(), None, data)
+        self.entry(id, kind_code(kind), None, data)
     }
 
     /// Adds object `id` as `delta` against the entry at `base`.
     pub(crate) fn add_delta(&mut self, id: Oid, base: u64, delta: &[u8]) -> std::io::Result<u64> {
-        self.entry(id, OFS_DELTA, delta.len(), Some(base), delta)
+        self.entry(id, OFS_DELTA, Some(base), delta)
     }
 
-    fn entry(
-        &mut self,
-        id: Oid,
-        code: u8,
-        len: usize,
-        base: Option<u64>,
-        data: &[u8],
-    ) -> std::io::Result<u64> {
+    /// Adds `data` (an object, or a delta) as an entry of kind `code`.
+    fn entry(&mut self, id: Oid, code: u8, base: Option<u64>, data: &[u8]) -> std::io::Result<u64> {
         let start = self.entries.len();
         let offset = 12 + start as u64;
         // The kind and the size: four bits of it in the first byte, seven
         // in each one after.
-        let mut len = len as u64;
+        let mut len = data.len() as u64;
         let mut byte = (code << 4) | (len as u8 & 0x0F);
         len >>= 4;
         while len > 0 {

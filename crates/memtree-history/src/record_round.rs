@@ -1,10 +1,10 @@
 //! A round of commits made from queued records, written by memtree rather
 //! than libgit2's tree builder: each tree the round changes is held once,
-//! as bytes, edited in place at each commit (`tree_bytes.rs`), and a round
+//! as bytes, edited at each commit (`tree_bytes.rs`), and a round
 //! of many commits goes into one pack of memtree's making (`pack_file.rs`),
-//! each tree there a delta against its version at the commit before,
-//! known from the edit. libgit2 held every commit's trees whole until the
-//! round's pack was written, then searched them for deltas: seven root
+//! each tree there whole once and then as deltas against that version,
+//! known from the entries. libgit2 held every commit's trees whole until the
+//! round's pack was written, then searched them for deltas: sixteen root
 //! trees of 426 KB at once in a store of 10,000 documents in one folder,
 //! and 13 ms of CPU a commit.
 //!
