@@ -182,16 +182,25 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
+/// The start of the temporary names packs are written under.
+const TMP_PREFIX: &str = "tmp_memtree_";
+
 /// Writes a pack of `objects` (ids, entry checksums and offsets), whose
 /// entries `entries` writes, and its index into `pack_dir`: each fsync'd
 /// under a temporary name, then moved into place, the pack first, as git
-/// finds a pack by its index.
+/// finds a pack by its index. The caller holds the history lock, so a file
+/// under a temporary name is a killed process's leftover: it goes first.
 fn install(
     pack_dir: &Path,
     objects: &mut [(Oid, u32, u64)],
     entries: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let tmp = |suffix: &str| pack_dir.join(format!("tmp_memtree_{}.{suffix}", std::process::id()));
+    for entry in fs::read_dir(pack_dir)?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    let tmp = |suffix: &str| pack_dir.join(format!("{TMP_PREFIX}{}.{suffix}", std::process::id()));
     let written = (|| {
         let file = File::create(tmp("pack"))?;
         let mut out = Hashing { inner: std::io::BufWriter::new(file), sha: sha1_smol::Sha1::new() };
@@ -293,7 +302,8 @@ mod tests {
         assert!(read_index(b"not an index").is_none());
     }
 
-    /// Objects packed whole and as deltas read back through libgit2.
+    /// Objects packed whole and as deltas read back through libgit2, and a
+    /// killed writer's leftover goes.
     #[test]
     fn a_pack_of_whole_objects_and_deltas_reads_back() {
         let dir = tempfile::tempdir().unwrap();
@@ -319,7 +329,19 @@ mod tests {
             tree = new;
         }
         let pack_dir = dir.path().join(".git/objects/pack");
+        // A pack a killed process was writing.
+        fs::create_dir_all(&pack_dir).unwrap();
+        fs::write(pack_dir.join(format!("{TMP_PREFIX}1.pack")), b"PACK, half written").unwrap();
         pack.finish(&pack_dir).unwrap();
+        let names: Vec<String> = fs::read_dir(&pack_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| n.starts_with("pack-")),
+            "only the pack and its index are left: {names:?}"
+        );
         let odb = repo.odb().unwrap();
         for (id, data) in &expected {
             assert_eq!(odb.read(*id).unwrap().data(), &data[..], "{id}");
