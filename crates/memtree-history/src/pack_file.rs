@@ -207,7 +207,9 @@ fn install(
         out.write_all(b"PACK\0\0\0\x02")?;
         out.write_all(&(objects.len() as u32).to_be_bytes())?;
         entries(&mut out)?;
-        let digest = out.sha.digest().bytes();
+        let digest = out.sha.digest();
+        // The digest's text is its hex: the pack's name.
+        let (name, digest) = (format!("pack-{digest}"), digest.bytes());
         let mut file = out.inner.into_inner().map_err(|e| e.into_error())?;
         file.write_all(&digest)?;
         file.sync_all()?;
@@ -215,7 +217,7 @@ fn install(
         let mut index = File::create(tmp("idx"))?;
         index.write_all(&self::index(objects, &digest))?;
         index.sync_all()?;
-        Ok::<_, std::io::Error>(format!("pack-{}", hex(&digest)))
+        Ok::<_, std::io::Error>(name)
     })();
     let installed = written.and_then(|name| {
         for suffix in ["pack", "idx"] {
@@ -270,10 +272,6 @@ fn index(objects: &[(Oid, u32, u64)], pack_digest: &[u8; 20]) -> Vec<u8> {
     let digest = sha1_smol::Sha1::from(&out).digest().bytes();
     out.extend_from_slice(&digest);
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
