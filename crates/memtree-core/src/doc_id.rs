@@ -6,11 +6,21 @@
 //! reach the file system by construction.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A validated document id. Serialises as its string.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct DocId(String);
+///
+/// Shared, not copied, when cloned: a store's tree, listing and caches hold
+/// every id several times (a hundred thousand documents: megabytes).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct DocId(Arc<str>);
+
+impl serde::Serialize for DocId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
 
 impl TryFrom<String> for DocId {
     type Error = IdError;
@@ -21,7 +31,7 @@ impl TryFrom<String> for DocId {
 
 impl From<DocId> for String {
     fn from(id: DocId) -> String {
-        id.0
+        id.0.to_string()
     }
 }
 
@@ -60,16 +70,16 @@ impl DocId {
                 return Err(IdError::InvalidChar { found });
             }
         }
-        Ok(DocId(raw.to_owned()))
+        Ok(DocId(raw.into()))
     }
 
     /// The id of the document that always exists.
     pub fn root() -> DocId {
-        DocId(Self::ROOT.to_owned())
+        DocId(Self::ROOT.into())
     }
 
     pub fn is_root(&self) -> bool {
-        self.0 == Self::ROOT
+        &*self.0 == Self::ROOT
     }
 
     pub fn as_str(&self) -> &str {
@@ -112,7 +122,7 @@ mod tests {
     use super::*;
 
     fn check(raw: &str, expect: Result<&str, IdError>) {
-        assert_eq!(DocId::parse(raw).map(|id| id.0), expect.map(str::to_owned), "{raw:?}");
+        assert_eq!(DocId::parse(raw).map(String::from), expect.map(str::to_owned), "{raw:?}");
     }
 
     #[test]
