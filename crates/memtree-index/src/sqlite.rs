@@ -191,9 +191,10 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
         }
         conn.execute_batch("COMMIT")?;
     }
-    // A bigger page cache than SQLite's 2 MiB keeps a 10k-document
-    // index's hot pages in memory without holding the whole file.
-    conn.pragma_update(None, "cache_size", -8192)?;
+    // SQLite's own page cache stays at its default, about 2 MiB: searches
+    // read postings from memtree's compact copy (`postings`), so a bigger
+    // one held the pages of the postings' first reads, 8 MiB at 10k
+    // documents, for no later gain (BENCHMARKS, "Performance, sixth part").
     Ok(conn)
 }
 
