@@ -36,7 +36,8 @@ def store(tmp_path: Path) -> Path:
 @pytest.fixture
 def base_env(home: Path) -> dict[str, str]:
     """A minimal, sealed environment for every process the suite starts."""
-    env = {k: v for k, v in os.environ.items() if k not in MEMTREE_VARS and not k.startswith("MEMTREE_")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in MEMTREE_VARS and k != "GLIBC_TUNABLES" and not k.startswith("MEMTREE_")}
     env["HOME"] = str(home)
     env["RUST_BACKTRACE"] = "0"
     return env

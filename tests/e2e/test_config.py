@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 import pytest
 
-from helpers import ok, open_server, run_cli
+from helpers import BIN, ok, open_server, run_cli
 
 
 @pytest.fixture
@@ -142,3 +143,31 @@ async def test_serve_memtree_data_dir_env(base_env, tmp_path):
         assert await m.update("[[k]]") == ok("Succeeded\nCreated: k")
     assert (store / "k.md").read_text() == "# k\n\n"
     assert not (tmp_path / "no").exists()
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(v.decode().split("=", 1) for v in raw.split(b"\0") if b"=" in v)
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc on Linux only")
+@pytest.mark.parametrize(("env", "again", "tunables"), [
+    ({}, True, "glibc.malloc.arena_max=1"),
+    # glibc cuts the variable at its first `:` in place while reading it,
+    # so only the user's own tunable shows (the appending: a unit test).
+    ({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}, True, "glibc.malloc.tcache_count=0"),
+    ({"MEMTREE_ALLOCATOR": "default"}, False, None),
+    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, False, "glibc.malloc.arena_max=4"),
+])
+def test_serve_runs_itself_again_with_one_malloc_arena(raw_server, env, again, tunables):
+    s = raw_server(env=env)
+    # The same process (an MCP client knows its pid) answers, run again
+    # with the tunables in its environment; a user's own choice is kept.
+    assert s.initialize()["result"]["serverInfo"]["name"]
+    environ = _environ(s.proc.pid)
+    assert (environ.get("MEMTREE_ALLOCATOR") == "one-arena") == again, environ.get("MEMTREE_ALLOCATOR")
+    assert environ.get("GLIBC_TUNABLES") == tunables, environ.get("GLIBC_TUNABLES")
+    assert Path(f"/proc/{s.proc.pid}/exe").resolve() == BIN.resolve()
+    assert s.call_tool("read_document", {"id": "root"})["result"]["content"]
+    assert s.close() == 0
+    assert "Error" not in s.stderr()

@@ -105,6 +105,9 @@ impl From<anyhow::Error> for Failure {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    if matches!(cli.command, Command::Serve(_)) {
+        crate::allocator::one_arena();
+    }
     let outcome =
         Settings::resolve(&cli.global).map_err(Failure::from).and_then(|settings| match cli.command {
             Command::Serve(args) => commands::serve::run(&settings, args),

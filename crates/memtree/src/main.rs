@@ -1,6 +1,7 @@
 //! The `memtree` binary: parse the command line, resolve settings, run one
 //! subcommand.
 
+mod allocator;
 mod cli;
 mod commands;
 mod feed;
