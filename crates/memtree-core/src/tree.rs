@@ -4,6 +4,7 @@
 //! Built from each document's links; no I/O. Every walk is iterative, so a
 //! tree thousands of levels deep cannot overflow the stack.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
@@ -15,7 +16,7 @@ use crate::doc_id::DocId;
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
     links: BTreeMap<DocId, Arc<[DocId]>>,
-    parents: HashMap<DocId, Vec<DocId>>,
+    parents: HashMap<DocId, Parents>,
     /// Each document's references (standard links to other documents,
     /// not tree edges), resolved, in order; only documents that have some.
     references: BTreeMap<DocId, Arc<[DocId]>>,
@@ -65,6 +66,30 @@ pub enum Finding {
     /// Changes are not becoming versions: the repository is damaged or
     /// cannot be written. They wait, queued, until it can.
     HistoryBroken { reason: String, queued: usize },
+}
+
+/// The documents that link one document: nearly always one, held without
+/// a vector of its own (a hundred thousand of them: megabytes).
+#[derive(Debug, Clone)]
+enum Parents {
+    One(DocId),
+    Several(Vec<DocId>),
+}
+
+impl Parents {
+    fn as_slice(&self) -> &[DocId] {
+        match self {
+            Parents::One(parent) => std::slice::from_ref(parent),
+            Parents::Several(parents) => parents,
+        }
+    }
+
+    fn push(&mut self, parent: DocId) {
+        match self {
+            Parents::One(first) => *self = Parents::Several(vec![first.clone(), parent]),
+            Parents::Several(parents) => parents.push(parent),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -182,16 +207,16 @@ impl std::fmt::Display for Finding {
 impl Tree {
     /// `links` maps every existing document to the ids it links, in order.
     pub fn new(links: BTreeMap<DocId, Arc<[DocId]>>) -> Tree {
-        let mut parents: HashMap<DocId, Vec<DocId>> = HashMap::new();
+        let mut parents: HashMap<DocId, Parents> = HashMap::new();
         for (parent, children) in &links {
             for child in children.iter() {
                 if links.contains_key(child) {
-                    // Most documents have one parent: a growing vector's
-                    // room for four, times 100,000 documents, is megabytes.
-                    parents
-                        .entry(child.clone())
-                        .or_insert_with(|| Vec::with_capacity(1))
-                        .push(parent.clone());
+                    match parents.entry(child.clone()) {
+                        Entry::Vacant(e) => {
+                            e.insert(Parents::One(parent.clone()));
+                        }
+                        Entry::Occupied(mut e) => e.get_mut().push(parent.clone()),
+                    }
                 }
             }
         }
@@ -245,7 +270,7 @@ impl Tree {
 
     /// The documents that link `id`.
     pub fn parents(&self, id: &DocId) -> &[DocId] {
-        self.parents.get(id).map_or(&[], Vec::as_slice)
+        self.parents.get(id).map_or(&[], Parents::as_slice)
     }
 
     /// How many links lie between root and `id` (root: 0), following first
@@ -336,6 +361,8 @@ impl Tree {
         if out.is_empty() {
             out.push_str("root: []\n");
         }
+        // Kept as long as the tree: not with a doubling's spare room.
+        out.shrink_to_fit();
         out
     }
 
@@ -344,10 +371,11 @@ impl Tree {
         let root = DocId::root();
         let mut findings = Vec::new();
         for (id, parents) in &self.parents {
+            let parents = parents.as_slice();
             if id.is_root() {
                 findings.extend(parents.iter().map(|from| Finding::RootLinked { from: from.clone() }));
             } else if parents.len() > 1 {
-                findings.push(Finding::SeveralParents { id: id.clone(), parents: parents.clone() });
+                findings.push(Finding::SeveralParents { id: id.clone(), parents: parents.to_vec() });
             }
         }
         for (parent, children) in &self.links {

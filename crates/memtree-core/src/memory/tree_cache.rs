@@ -6,7 +6,7 @@
 //! so it knows nothing of where documents are kept.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::date::has_expired;
 use crate::doc_id::DocId;
@@ -58,6 +58,10 @@ struct Rare {
     expires: Option<String>,
 }
 
+/// The links of a document that has none, shared by all of them: most of
+/// a large store's documents are leaves.
+static NO_IDS: LazyLock<Arc<[DocId]>> = LazyLock::new(|| Arc::new([]));
+
 const NOTHING_RARE: &Rare =
     &Rare { invalid: Vec::new(), unresolved: Vec::new(), problem: None, deprecation: None, expires: None };
 
@@ -69,9 +73,9 @@ struct Deprecation {
 }
 
 impl CachedDoc {
-    fn new(stamp: Stamp, racy: bool, ids: Arc<[DocId]>, references: Arc<[DocId]>, rare: Rare) -> CachedDoc {
+    fn new(stamp: Stamp, racy: bool, ids: Vec<DocId>, references: Vec<DocId>, rare: Rare) -> CachedDoc {
         let rare = (rare != *NOTHING_RARE).then(|| Box::new(rare));
-        CachedDoc { stamp, racy, ids, references, rare }
+        CachedDoc { stamp, racy, ids: shared(ids), references: shared(references), rare }
     }
 
     fn rare(&self) -> &Rare {
@@ -86,10 +90,17 @@ impl CachedDoc {
     /// A document that cannot be read: no links, and why.
     fn unreadable(stamp: Stamp, racy: bool, reason: String) -> CachedDoc {
         let rare = Rare { problem: Some(reason), ..Rare::default() };
-        CachedDoc::new(stamp, racy, Arc::new([]), Arc::new([]), rare)
+        CachedDoc::new(stamp, racy, Vec::new(), Vec::new(), rare)
     }
 
-    fn parse(id: &DocId, text: &str, stamp: Stamp, racy: bool) -> CachedDoc {
+    /// The document `id` of `listing` (in id order), whose links to
+    /// listed documents share the listing's ids rather than hold strings
+    /// of their own.
+    fn parse(id: &DocId, text: &str, stamp: Stamp, racy: bool, listing: &[(DocId, Stamp)]) -> CachedDoc {
+        let listed = |id: DocId| match listing.binary_search_by(|(listed, _)| listed.cmp(&id)) {
+            Ok(i) => listing[i].0.clone(),
+            Err(_) => id,
+        };
         let split = front_matter::split(text);
         let parsed = split.yaml.map(FrontMatter::parse).transpose();
         let problem = parsed.as_ref().err().map(ToString::to_string);
@@ -101,14 +112,19 @@ impl CachedDoc {
         let mut unresolved = Vec::new();
         for dest in links.references {
             match references::resolve(id, &dest) {
-                Some(r) if !references.contains(&r.target) => references.push(r.target),
+                Some(r) if !references.contains(&r.target) => references.push(listed(r.target)),
                 Some(_) => {}
                 None => unresolved.push(dest),
             }
         }
         let rare = Rare { invalid: links.invalid, unresolved, problem, deprecation, expires: fm.expires };
-        CachedDoc::new(stamp, racy, links.ids.into(), references.into(), rare)
+        CachedDoc::new(stamp, racy, links.ids.into_iter().map(listed).collect(), references, rare)
     }
+}
+
+/// `ids` as an `Arc`, the one shared empty list when there are none.
+fn shared(ids: Vec<DocId>) -> Arc<[DocId]> {
+    if ids.is_empty() { Arc::clone(&NO_IDS) } else { ids.into() }
 }
 
 impl TreeCache {
@@ -137,7 +153,8 @@ impl TreeCache {
                     let doc = match read(id) {
                         Ok(text) => {
                             // Deleted between listing and reading: an empty leaf this time.
-                            CachedDoc::parse(id, text.as_deref().unwrap_or_default(), *stamp, racy)
+                            let text = text.as_deref().unwrap_or_default();
+                            CachedDoc::parse(id, text, *stamp, racy, &listing.docs)
                         }
                         Err(StorageError::Unreadable { reason, .. }) => {
                             CachedDoc::unreadable(*stamp, racy, reason.to_string())
@@ -312,6 +329,24 @@ mod tests {
         let (tree, _) = files.view(&mut cache, NOW);
         assert_eq!(files.take_reads(), [id("a")]);
         assert!(tree.parents(&id("b")).is_empty(), "b lost its parent with a's link");
+    }
+
+    #[test]
+    fn links_share_the_listed_ids_and_leaves_one_empty_list() {
+        let files = Files::new(&[
+            ("root", stamp(1, 1), "# R\n[[a]] [[gone]] [[b]]\n"),
+            ("a", stamp(1, 1), "# A\n"),
+            ("b", stamp(1, 1), "# B\n[text](a.md)\n"),
+        ]);
+        let mut cache = TreeCache::default();
+        let (tree, _) = files.view(&mut cache, NOW);
+        let listed = |s: &str| tree.key(&id(s)).unwrap().as_str().as_ptr();
+        let links = tree.links(&id("root"));
+        assert_eq!(links, [id("a"), id("gone"), id("b")]);
+        assert_eq!(links[0].as_str().as_ptr(), listed("a"), "a link holds the listing's id");
+        assert_eq!(links[2].as_str().as_ptr(), listed("b"));
+        assert_eq!(tree.references(&id("b"))[0].as_str().as_ptr(), listed("a"));
+        assert_eq!(tree.links(&id("a")).as_ptr(), tree.links(&id("b")).as_ptr(), "leaves share one list");
     }
 
     #[test]
