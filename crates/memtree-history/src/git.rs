@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use git2::{IndexAddOption, ObjectType, Oid, Repository, Signature, Sort};
+use git2::{ObjectType, Oid, Repository, Signature, Sort};
 use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepared, Version};
 use thread_priority::ThreadPriority;
 
@@ -508,38 +508,129 @@ fn add_documents(
     index: &mut git2::Index,
     only: Option<(&[DocId], &Path)>,
 ) -> Result<Vec<DocId>, HistoryError> {
+    let Some((ids, root)) = only else {
+        let root = repo.workdir().ok_or_else(|| backend("open work folder")("a bare repository"))?;
+        return add_every_document(repo, index, root);
+    };
     let mut unsteady = Vec::new();
-    match only {
-        Some((ids, root)) => {
-            for id in ids {
-                let path = PathBuf::from(path_of(id));
-                let file = root.join(&path);
-                if file.is_file() {
-                    if read_steady(&file, "add to git index", || index.add_path(&path))?.is_none() {
-                        unsteady.push(id.clone());
-                    }
-                } else {
-                    match index.remove_path(&path) {
-                        Ok(()) => {}
-                        Err(e) if e.code() == git2::ErrorCode::NotFound => {}
-                        Err(e) => return Err(backend("remove from git index")(e)),
-                    }
-                }
-            }
+    for id in ids {
+        add_or_remove(index, root, Path::new(&path_of(id)), id, &mut unsteady)?;
+    }
+    Ok(unsteady)
+}
+
+/// Adds the file at `path` (under `root`) to the index, or takes its entry
+/// out when the file is gone; `id` goes to `unsteady` when another program
+/// was writing the file.
+fn add_or_remove(
+    index: &mut git2::Index,
+    root: &Path,
+    path: &Path,
+    id: &DocId,
+    unsteady: &mut Vec<DocId>,
+) -> Result<(), HistoryError> {
+    let file = root.join(path);
+    if file.is_file() {
+        if read_steady(&file, "add to git index", || index.add_path(path))?.is_none() {
+            unsteady.push(id.clone());
         }
-        None => {
-            let mut options = git2::DiffOptions::new();
-            options.update_index(true).pathspec("*.md");
-            repo.diff_index_to_workdir(Some(index), Some(&mut options))
-                .map_err(backend("refresh git index"))?;
-            let mut only_ids = |path: &Path, _: &[u8]| i32::from(id_of(path).is_none());
-            index
-                .add_all(["*.md"], IndexAddOption::DEFAULT, Some(&mut only_ids))
-                .map_err(backend("add to git index"))?;
-            index.update_all(["*.md"], None).map_err(backend("update git index"))?;
+        return Ok(());
+    }
+    match index.remove_path(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
+        Err(e) => Err(backend("remove from git index")(e)),
+    }
+}
+
+/// Brings the index to every document's file: an entry whose file is gone
+/// is removed, one whose file data (size, times, inode) moved, or that was
+/// written too close to the index to trust it, is read and hashed again,
+/// and a file the index lacks is added unless `.gitignore` names it. One
+/// pass over the entries, then one walk of the folder reading each
+/// directory's entries as they come: libgit2's `add_all` and `update_all`
+/// walk the folder holding a directory's entries at once, 32 MB for a
+/// directory of 100,000 files. Returns the documents left out because
+/// another program was writing their file.
+fn add_every_document(
+    repo: &Repository,
+    index: &mut git2::Index,
+    root: &Path,
+) -> Result<Vec<DocId>, HistoryError> {
+    // A file changed within the clock tick in which the index was written
+    // may keep the file data the index holds ("racy git"): read it again.
+    let written = fs::metadata(repo.path().join("index")).and_then(|m| m.modified()).ok();
+    let mut stale = Vec::new();
+    for entry in index.iter() {
+        let Some((path, id)) = String::from_utf8(entry.path.clone())
+            .ok()
+            .and_then(|path| id_of(Path::new(&path)).map(|id| (path, id)))
+        else {
+            continue;
+        };
+        let unchanged = fs::symlink_metadata(root.join(&path))
+            .is_ok_and(|meta| meta.is_file() && same_file_data(&entry, &meta) && before(&entry, written));
+        if !unchanged {
+            stale.push((path, id));
+        }
+    }
+    let mut unsteady = Vec::new();
+    for (path, id) in stale {
+        add_or_remove(index, root, Path::new(&path), &id, &mut unsteady)?;
+    }
+    let mut folders = vec![PathBuf::new()];
+    while let Some(folder) = folders.pop() {
+        let entries = match fs::read_dir(root.join(&folder)) {
+            Ok(entries) => entries,
+            // Removed since it was seen: its files are gone from the index above.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(backend("list the store's folder")(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(backend("list the store's folder"))?;
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let path = folder.join(&name);
+            let kind = entry.file_type().map_err(backend("list the store's folder"))?;
+            if kind.is_dir() {
+                // Only folders that can hold ids: not `.git` or `.memtree`.
+                if DocId::parse(&name).is_ok() {
+                    folders.push(path);
+                }
+                continue;
+            }
+            let Some(id) = id_of(&path).filter(|_| kind.is_file()) else { continue };
+            if index.get_path(&path, 0).is_some() || repo.is_path_ignored(&path).unwrap_or(false) {
+                continue;
+            }
+            add_or_remove(index, root, &path, &id, &mut unsteady)?;
         }
     }
     Ok(unsteady)
+}
+
+/// Whether a file's size, times and inode are those the index recorded
+/// (as git stores them: truncated to 32 bits).
+#[cfg(unix)]
+fn same_file_data(entry: &git2::IndexEntry, meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    entry.file_size == meta.size() as u32
+        && entry.mtime.seconds() == meta.mtime() as i32
+        && entry.mtime.nanoseconds() == meta.mtime_nsec() as u32
+        && entry.ctime.seconds() == meta.ctime() as i32
+        && entry.ctime.nanoseconds() == meta.ctime_nsec() as u32
+        && entry.ino == meta.ino() as u32
+}
+
+#[cfg(not(unix))]
+fn same_file_data(_: &git2::IndexEntry, _: &fs::Metadata) -> bool {
+    false
+}
+
+/// Whether the entry's file was last changed before the index was written.
+fn before(entry: &git2::IndexEntry, written: Option<std::time::SystemTime>) -> bool {
+    let modified = std::time::UNIX_EPOCH
+        + Duration::new(u64::from(entry.mtime.seconds() as u32), entry.mtime.nanoseconds());
+    written.is_some_and(|written| modified < written)
 }
 
 /// Commits `records` (oldest first) as one commit after the round's tip,

@@ -133,6 +133,46 @@ fn edits_by_other_programs_are_committed_as_such() {
 }
 
 #[test]
+fn a_scan_finds_each_kind_of_outside_edit_and_takes_only_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let memory = open(root, CommitTiming::AtOnce);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[c]]\n", None).unwrap();
+    memory.flush_history(None).unwrap();
+    let before = messages(&memory, None).len();
+    // The same size as before: only the file's times tell.
+    std::fs::write(root.join("a.md"), "# z\n\n").unwrap();
+    std::fs::remove_file(root.join("c.md")).unwrap();
+    std::fs::create_dir_all(root.join("notes/deep")).unwrap();
+    std::fs::write(root.join("notes/deep/b.md"), "# B\n").unwrap();
+    for not_a_document in
+        ["not an id.md", ".hidden.md", "odd.folder/d.md", ".memtree/e.md", "@own/f.md", "g.txt"]
+    {
+        let path = root.join(not_a_document);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+    std::fs::write(root.join(".gitignore"), "private.md\n").unwrap();
+    std::fs::write(root.join("private.md"), "# Mine\n").unwrap();
+    // The git index written after the edits: a.md is not too recent to
+    // trust, only its file data tell (git says "needs update": exit 1).
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["update-index", "-q", "--refresh"])
+        .output()
+        .unwrap();
+    memory.flush_history(None).unwrap();
+    let all = messages(&memory, None);
+    assert_eq!(all[0], "changed outside memtree; Added: notes/deep/b; Changed: a; Deleted: c");
+    assert_eq!(git(root, &["ls-files"]), "a.md\nnotes/deep/b.md\nroot.md\n");
+    assert_eq!(git(root, &["show", "HEAD:a.md"]), "# z\n\n");
+    // What the scan read, it recorded: a second one finds nothing.
+    memory.flush_history(None).unwrap();
+    assert_eq!(messages(&memory, None).len(), before + 1);
+}
+
+#[test]
 fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
     let dir = tempfile::tempdir().unwrap();
     let server = open(dir.path(), CommitTiming::InBackground);
