@@ -582,7 +582,7 @@ fn add_every_document(
     while let Some(folder) = folders.pop() {
         let entries = match fs::read_dir(root.join(&folder)) {
             Ok(entries) => entries,
-            // Removed since it was seen: its files are gone from the index above.
+            // Removed during the walk: the next scan takes its files out.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(backend("list the store's folder")(e)),
         };
