@@ -328,7 +328,7 @@ impl GitHistory {
             false => Round::open(&self.root, round::PACKED)?,
         };
         let mut index = round.repo().index().map_err(backend("open git index"))?;
-        add_documents(round.repo(), &mut index, None)?;
+        add_documents(round.repo(), &mut index, &self.root, None)?;
         {
             let tree = round
                 .repo()
@@ -350,8 +350,7 @@ impl GitHistory {
     fn scan(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
         let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
         let mut index = round.repo().index().map_err(backend("open git index"))?;
-        let unsteady =
-            add_documents(round.repo(), &mut index, changed.map(|ids| (ids, self.root.as_path())))?;
+        let unsteady = add_documents(round.repo(), &mut index, &self.root, changed)?;
         if !unsteady.is_empty() {
             tracing::debug!(?unsteady, "files being written are recorded at a later flush");
         }
@@ -429,7 +428,7 @@ impl GitHistory {
             return Ok(());
         }
         let mut index = repo.index().map_err(backend("open git index"))?;
-        let unsteady = add_documents(repo, &mut index, Some((&ids, &self.root)))?;
+        let unsteady = add_documents(repo, &mut index, &self.root, Some(&ids))?;
         self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(unsteady);
         index.write().map_err(backend("write git index"))
     }
@@ -506,10 +505,10 @@ fn read_steady<T>(
 fn add_documents(
     repo: &Repository,
     index: &mut git2::Index,
-    only: Option<(&[DocId], &Path)>,
+    root: &Path,
+    only: Option<&[DocId]>,
 ) -> Result<Vec<DocId>, HistoryError> {
-    let Some((ids, root)) = only else {
-        let root = repo.workdir().ok_or_else(|| backend("open work folder")("a bare repository"))?;
+    let Some(ids) = only else {
         return add_every_document(repo, index, root);
     };
     let mut unsteady = Vec::new();
