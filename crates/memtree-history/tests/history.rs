@@ -172,6 +172,27 @@ fn a_scan_finds_each_kind_of_outside_edit_and_takes_only_documents() {
     assert_eq!(messages(&memory, None).len(), before + 1);
 }
 
+/// A scan of a few documents right after memtree's own commits: the git
+/// index entries those commits left behind are brought along, so the scan
+/// records only the outside edit and never takes memtree's change back.
+#[test]
+fn a_scan_after_own_commits_records_only_the_outside_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let memory = open(root, CommitTiming::InBackground);
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n", None).unwrap();
+    memory.flush_history(None).unwrap();
+    // Committed by the next flush (or the background committer), well
+    // before the idle second after which a server brings its git index along.
+    memory.update_document(&id("a"), "# A\nwritten by memtree\n", None).unwrap();
+    std::fs::write(root.join("b.md"), "# B\nedited in an editor\n").unwrap();
+    memory.flush_history(Some(&[id("b")])).unwrap();
+    let all = messages(&memory, None);
+    assert_eq!(all[0], "changed outside memtree; Changed: b", "{all:?}");
+    assert_eq!(git(root, &["show", "HEAD:a.md"]), "# A\nwritten by memtree\n");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}
+
 #[test]
 fn a_server_commits_in_the_background_and_nothing_is_lost_between_processes() {
     let dir = tempfile::tempdir().unwrap();
