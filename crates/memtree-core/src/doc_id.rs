@@ -98,6 +98,14 @@ impl DocId {
     }
 }
 
+/// Maps keyed by id can be searched with a plain string: ids compare,
+/// hash and order as their text does.
+impl std::borrow::Borrow<str> for DocId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for DocId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

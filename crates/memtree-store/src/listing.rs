@@ -14,8 +14,8 @@
 //! watcher delivers it (usually within a millisecond), not before. Without a
 //! watcher nothing is kept and every listing reads every folder.
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -54,8 +54,11 @@ pub(crate) struct State {
 #[derive(Debug)]
 struct Folder {
     stamp: Option<Stamp>,
-    /// By file name.
-    docs: HashMap<OsString, (DocId, Stamp)>,
+    /// The start of its documents' ids: `""` at the top, `a/b/` below.
+    prefix: String,
+    /// By id: sharing the listing's ids, where a map by file name held a
+    /// name of its own for each document (megabytes at 100,000).
+    docs: BTreeMap<DocId, Stamp>,
     ignored: Vec<(String, Ignored)>,
     /// Folders inside it, with the id prefix of their documents.
     folders: Vec<(PathBuf, String)>,
@@ -74,7 +77,13 @@ impl Folder {
     /// Reads `dir`, whose documents' ids start with `prefix`.
     fn read(dir: &Path, prefix: &str) -> Result<Folder, StorageError> {
         let stamp = dir_stamp(dir)?;
-        let mut folder = Folder { stamp, docs: HashMap::new(), ignored: Vec::new(), folders: Vec::new() };
+        let mut folder = Folder {
+            stamp,
+            prefix: prefix.to_owned(),
+            docs: BTreeMap::new(),
+            ignored: Vec::new(),
+            folders: Vec::new(),
+        };
         let mut documents = Vec::new();
         for entry in fs::read_dir(dir).map_err(io_error("list", dir))? {
             let entry = entry.map_err(io_error("list", dir))?;
@@ -108,6 +117,18 @@ impl Folder {
         Ok(folder)
     }
 
+    /// The id of the document the file `name` of this folder would hold.
+    fn id_of(&self, name: &OsStr) -> Option<String> {
+        let stem = name.to_str()?.strip_suffix(".md")?;
+        Some(format!("{}{stem}", self.prefix))
+    }
+
+    /// The stamp kept for the file `name`, if it holds a document.
+    fn stamp_mut(&mut self, name: &OsStr) -> Option<&mut Stamp> {
+        let id = self.id_of(name)?;
+        self.docs.get_mut(id.as_str())
+    }
+
     /// Whether what was kept of the folder still holds, with the files the
     /// watcher reported in it stat'ed again.
     fn still_holds(&mut self, dir: &Path, changed: &HashSet<PathBuf>) -> Result<bool, StorageError> {
@@ -115,7 +136,7 @@ impl Folder {
             return Ok(false);
         }
         for path in changed.iter().filter(|p| p.parent() == Some(dir)) {
-            let Some(entry) = path.file_name().and_then(|name| self.docs.get_mut(name)) else {
+            let Some(kept) = path.file_name().and_then(|name| self.stamp_mut(name)) else {
                 // A file it did not hold: read the folder again, unless the
                 // file is not a document and never was one.
                 if path.extension().is_some_and(|e| e == "md") || path.is_dir() {
@@ -124,7 +145,7 @@ impl Folder {
                 continue;
             };
             match file_stamp(path)? {
-                Some(stamp) => entry.1 = stamp,
+                Some(stamp) => *kept = stamp,
                 None => return Ok(false),
             }
         }
@@ -206,7 +227,8 @@ impl Listings {
             state.folders = kept;
             return Ok(listed);
         }
-        let mut docs: Vec<(DocId, Stamp)> = kept.values().flat_map(|f| f.docs.values().cloned()).collect();
+        let mut docs: Vec<(DocId, Stamp)> =
+            kept.values().flat_map(|f| f.docs.iter().map(|(id, stamp)| (id.clone(), *stamp))).collect();
         let mut ignored: Vec<(String, Ignored)> =
             kept.values().flat_map(|f| f.ignored.iter().cloned()).collect();
         docs.sort_by(|a, b| a.0.cmp(&b.0));
@@ -237,9 +259,9 @@ impl State {
             let kept = path
                 .parent()
                 .and_then(|dir| self.folders.get(dir))
-                .and_then(|f| f.docs.get(path.file_name()?));
+                .and_then(|f| f.docs.get(f.id_of(path.file_name()?)?.as_str()));
             return match file_stamp(path) {
-                Ok(Some(stamp)) => kept.is_none_or(|(_, known)| *known != stamp),
+                Ok(Some(stamp)) => kept.is_none_or(|known| *known != stamp),
                 Ok(None) => false,
                 Err(_) => true,
             };
@@ -272,8 +294,7 @@ impl State {
             let dir = path.parent().expect("document paths have a parent");
             match (self.folders.get_mut(dir), file_stamp(path)?) {
                 (Some(folder), Some(stamp)) => {
-                    let name = path.file_name().expect("document paths have a name");
-                    folder.docs.insert(name.to_owned(), ((*id).clone(), stamp));
+                    folder.docs.insert((*id).clone(), stamp);
                     restamp.insert(dir);
                 }
                 _ => forget_with_parents(&mut self.folders, dir),
@@ -283,7 +304,10 @@ impl State {
             let dir = path.parent().expect("document paths have a parent");
             match self.folders.get_mut(dir) {
                 Some(folder) if dir.is_dir() => {
-                    folder.docs.remove(path.file_name().expect("document paths have a name"));
+                    let name = path.file_name().expect("document paths have a name");
+                    if let Some(id) = folder.id_of(name) {
+                        folder.docs.remove(id.as_str());
+                    }
                     restamp.insert(dir);
                 }
                 _ => forget_with_parents(&mut self.folders, dir),
@@ -298,17 +322,15 @@ impl State {
     }
 }
 
-/// A folder's documents by file name, each with its stamp. Each file is
+/// A folder's documents by id, each with its stamp. Each file is
 /// stat'ed relative to the open folder (statx on its descriptor, not
 /// following links: no path walk per file); a large folder's files on
 /// several threads, as the stat calls are most of a listing's time (a
 /// store of 100,000 notes in one folder).
-fn stamps(
-    mut documents: Vec<(fs::DirEntry, DocId)>,
-) -> Result<HashMap<OsString, (DocId, Stamp)>, StorageError> {
+fn stamps(mut documents: Vec<(fs::DirEntry, DocId)>) -> Result<BTreeMap<DocId, Stamp>, StorageError> {
     let stamp = |(entry, id): (fs::DirEntry, DocId)| {
         let meta = entry.metadata().map_err(|e| io_error("stat", &entry.path())(e))?;
-        Ok((entry.file_name(), (id, stamp_of(&meta))))
+        Ok((id, stamp_of(&meta)))
     };
     let threads = match documents.len() {
         n if n < PARALLEL_STATS => 1,
@@ -328,7 +350,7 @@ fn stamps(
             .into_iter()
             .map(|share| scope.spawn(move || share.into_iter().map(stamp).collect::<Result<Vec<_>, _>>()))
             .collect();
-        let mut docs = HashMap::new();
+        let mut docs = BTreeMap::new();
         for thread in running {
             docs.extend(thread.join().expect("a stat thread does not panic")?);
         }

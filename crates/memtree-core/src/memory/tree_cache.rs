@@ -5,7 +5,7 @@
 //! writes always see the stored bytes. The cache reads through a callback,
 //! so it knows nothing of where documents are kept.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use crate::date::has_expired;
@@ -22,35 +22,35 @@ const RACY_WINDOW_NS: u64 = 100_000_000;
 /// The parsed links of every document, and the tree built from them.
 #[derive(Debug, Default)]
 pub(super) struct TreeCache {
-    docs: HashMap<DocId, CachedDoc>,
+    /// The documents of the last listing viewed, with their stamps.
+    listing: Arc<[(DocId, Stamp)]>,
+    /// What was parsed of each of them (same order): kept in a vector, not
+    /// a map by id, as the listing holds the ids already.
+    docs: Vec<CachedDoc>,
     ignored: Vec<(String, Ignored)>,
     built: Option<(Arc<Tree>, Vec<Finding>)>,
-    /// The documents of the last listing viewed, when no entry was racy:
-    /// the same listing again needs no stamp compared.
-    viewed: Option<Arc<[(DocId, Stamp)]>>,
 }
 
 /// One document's parsed links, valid while its stamp is unchanged.
 #[derive(Debug, Clone)]
 struct CachedDoc {
-    stamp: Stamp,
     /// Read so soon after its last change that a later change could keep
     /// the same stamp (coarse file-system clocks): parse again next time.
     racy: bool,
     /// The valid links, shared with the trees built from this entry.
     ids: Arc<[DocId]>,
-    /// The documents its references point at.
-    references: Arc<[DocId]>,
     /// What few documents have, apart: the entries of a store of 100,000
     /// documents stay small.
     rare: Option<Box<Rare>>,
 }
 
-/// A document's invalid links, references that point at no possible
-/// document (as written), why it cannot be read, its deprecation and its
-/// expiry date.
+/// A document's references, invalid links, references that point at no
+/// possible document (as written), why it cannot be read, its deprecation
+/// and its expiry date.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Rare {
+    /// The documents its references point at.
+    references: Vec<DocId>,
     invalid: Vec<InvalidLink>,
     unresolved: Vec<String>,
     problem: Option<String>,
@@ -62,8 +62,14 @@ struct Rare {
 /// a large store's documents are leaves.
 static NO_IDS: LazyLock<Arc<[DocId]>> = LazyLock::new(|| Arc::new([]));
 
-const NOTHING_RARE: &Rare =
-    &Rare { invalid: Vec::new(), unresolved: Vec::new(), problem: None, deprecation: None, expires: None };
+const NOTHING_RARE: &Rare = &Rare {
+    references: Vec::new(),
+    invalid: Vec::new(),
+    unresolved: Vec::new(),
+    problem: None,
+    deprecation: None,
+    expires: None,
+};
 
 /// A document marked `status: deprecated`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,9 +79,10 @@ struct Deprecation {
 }
 
 impl CachedDoc {
-    fn new(stamp: Stamp, racy: bool, ids: Vec<DocId>, references: Vec<DocId>, rare: Rare) -> CachedDoc {
+    fn new(racy: bool, ids: Vec<DocId>, rare: Rare) -> CachedDoc {
         let rare = (rare != *NOTHING_RARE).then(|| Box::new(rare));
-        CachedDoc { stamp, racy, ids: shared(ids), references: shared(references), rare }
+        let ids = if ids.is_empty() { Arc::clone(&NO_IDS) } else { ids.into() };
+        CachedDoc { racy, ids, rare }
     }
 
     fn rare(&self) -> &Rare {
@@ -88,15 +95,25 @@ impl CachedDoc {
     }
 
     /// A document that cannot be read: no links, and why.
-    fn unreadable(stamp: Stamp, racy: bool, reason: String) -> CachedDoc {
+    fn unreadable(racy: bool, reason: String) -> CachedDoc {
         let rare = Rare { problem: Some(reason), ..Rare::default() };
-        CachedDoc::new(stamp, racy, Vec::new(), Vec::new(), rare)
+        CachedDoc::new(racy, Vec::new(), rare)
+    }
+
+    /// Whether the tree or its findings could differ built from `other`.
+    fn differs(&self, other: &CachedDoc) -> bool {
+        let (a, b) = (self.rare(), other.rare());
+        self.ids != other.ids
+            || a.references != b.references
+            || a.invalid != b.invalid
+            || a.problem != b.problem
+            || a.unresolved != b.unresolved
     }
 
     /// The document `id` of `listing` (in id order), whose links to
     /// listed documents share the listing's ids rather than hold strings
     /// of their own.
-    fn parse(id: &DocId, text: &str, stamp: Stamp, racy: bool, listing: &[(DocId, Stamp)]) -> CachedDoc {
+    fn parse(id: &DocId, text: &str, racy: bool, listing: &[(DocId, Stamp)]) -> CachedDoc {
         let listed = |id: DocId| match listing.binary_search_by(|(listed, _)| listed.cmp(&id)) {
             Ok(i) => listing[i].0.clone(),
             Err(_) => id,
@@ -117,14 +134,16 @@ impl CachedDoc {
                 None => unresolved.push(dest),
             }
         }
-        let rare = Rare { invalid: links.invalid, unresolved, problem, deprecation, expires: fm.expires };
-        CachedDoc::new(stamp, racy, links.ids.into_iter().map(listed).collect(), references, rare)
+        let rare = Rare {
+            references,
+            invalid: links.invalid,
+            unresolved,
+            problem,
+            deprecation,
+            expires: fm.expires,
+        };
+        CachedDoc::new(racy, links.ids.into_iter().map(listed).collect(), rare)
     }
-}
-
-/// `ids` as an `Arc`, the one shared empty list when there are none.
-fn shared(ids: Vec<DocId>) -> Arc<[DocId]> {
-    if ids.is_empty() { Arc::clone(&NO_IDS) } else { ids.into() }
 }
 
 impl TreeCache {
@@ -138,60 +157,71 @@ impl TreeCache {
         now_ns: u64,
         mut read: impl FnMut(&DocId) -> Result<Option<String>, StorageError>,
     ) -> Result<(Arc<Tree>, Vec<Finding>), StorageError> {
-        if let (Some(viewed), Some((tree, findings))) = (&self.viewed, &self.built)
-            && Arc::ptr_eq(viewed, &listing.docs)
+        debug_assert!(listing.docs.is_sorted_by(|a, b| a.0 < b.0), "listings are in id order");
+        let same = Arc::ptr_eq(&self.listing, &listing.docs) && self.docs.iter().all(|d| !d.racy);
+        if let (true, Some((tree, findings))) = (same, &self.built)
             && self.ignored == listing.ignored
         {
             return Ok((Arc::clone(tree), findings.clone()));
         }
         let mut changed = self.docs.len() != listing.docs.len() || self.ignored != listing.ignored;
+        // Both listings are in id order: walked side by side, an entry of
+        // the last one is reused while its document's stamp holds.
+        let mut last = self.listing.iter().zip(std::mem::take(&mut self.docs)).peekable();
+        let mut docs = Vec::with_capacity(listing.docs.len());
         for (id, stamp) in listing.docs.iter() {
-            match self.docs.get(id) {
-                Some(c) if c.stamp == *stamp && !c.racy => {}
+            let mut cached = None;
+            while let Some(((last_id, last_stamp), doc)) = last.next_if(|((last_id, _), _)| last_id <= id) {
+                if last_id == id {
+                    cached = Some((*last_stamp, doc));
+                } else {
+                    changed = true; // A document gone.
+                }
+            }
+            let doc = match cached {
+                Some((last_stamp, doc)) if last_stamp == *stamp && !doc.racy => doc,
                 cached => {
                     let racy = now_ns.saturating_sub(stamp.modified_ns) < RACY_WINDOW_NS;
                     let doc = match read(id) {
                         Ok(text) => {
                             // Deleted between listing and reading: an empty leaf this time.
                             let text = text.as_deref().unwrap_or_default();
-                            CachedDoc::parse(id, text, *stamp, racy, &listing.docs)
+                            CachedDoc::parse(id, text, racy, &listing.docs)
                         }
                         Err(StorageError::Unreadable { reason, .. }) => {
-                            CachedDoc::unreadable(*stamp, racy, reason.to_string())
+                            CachedDoc::unreadable(racy, reason.to_string())
                         }
                         Err(e) => return Err(e),
                     };
                     // A racy entry read again unchanged changes nothing.
-                    changed |= cached.is_none_or(|c| {
-                        c.ids != doc.ids
-                            || c.references != doc.references
-                            || c.rare().invalid != doc.rare().invalid
-                            || c.rare().problem != doc.rare().problem
-                            || c.rare().unresolved != doc.rare().unresolved
-                    });
-                    self.docs.insert(id.clone(), doc);
+                    changed |= cached.is_none_or(|(_, c)| c.differs(&doc));
+                    doc
                 }
-            }
+            };
+            docs.push(doc);
         }
-        if self.docs.len() != listing.docs.len() {
-            let live: HashSet<&DocId> = listing.docs.iter().map(|(id, _)| id).collect();
-            self.docs.retain(|id, _| live.contains(id));
-            changed = true;
-        }
+        changed |= last.next().is_some();
+        drop(last);
+        self.listing = listing.docs;
+        self.docs = docs;
         if changed || self.built.is_none() {
             self.ignored = listing.ignored;
             self.built = Some(self.build());
         }
-        self.viewed = self.docs.values().all(|d| !d.racy).then_some(listing.docs);
         let (tree, findings) = self.built.as_ref().expect("built above");
         Ok((Arc::clone(tree), findings.clone()))
+    }
+
+    /// Every document of the last view with what was parsed of it.
+    fn entries(&self) -> impl Iterator<Item = (&DocId, &CachedDoc)> {
+        self.listing.iter().map(|(id, _)| id).zip(&self.docs)
     }
 
     /// Expired memory, and deprecated memory a parent in `tree` still
     /// links, as of the last view.
     pub(super) fn stale(&self, tree: &Tree, today: &str) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for (id, doc) in &self.docs {
+        for (id, doc) in self.entries() {
             if let Some(expires) = doc.expired(today) {
                 findings.push(Finding::Expired { id: id.clone(), expires: expires.to_owned() });
             }
@@ -210,16 +240,12 @@ impl TreeCache {
     /// The documents of `tree` that are current (neither deprecated nor
     /// expired), in id order, as of the last view.
     pub(super) fn current(&self, tree: &Tree, today: &str) -> Vec<DocId> {
-        let mut current: Vec<DocId> = self
-            .docs
-            .iter()
+        self.entries()
             .filter(|(id, d)| {
                 tree.contains(id) && d.rare().deprecation.is_none() && d.expired(today).is_none()
             })
             .map(|(id, _)| id.clone())
-            .collect();
-        current.sort();
-        current
+            .collect()
     }
 
     /// The tree and the per-document findings from every cached document.
@@ -229,9 +255,8 @@ impl TreeCache {
             .iter()
             .map(|(path, why)| Finding::IgnoredFile { path: path.clone(), why: *why })
             .collect();
-        let mut links = BTreeMap::new();
         let mut references = BTreeMap::new();
-        for (id, doc) in &self.docs {
+        for (id, doc) in self.entries() {
             let rare = doc.rare();
             if let Some(reason) = &rare.problem {
                 findings.push(Finding::Unreadable { id: id.clone(), reason: reason.clone() });
@@ -246,12 +271,12 @@ impl TreeCache {
                     .iter()
                     .map(|t| Finding::BrokenReference { id: id.clone(), target: t.clone() }),
             );
-            links.insert(id.clone(), Arc::clone(&doc.ids));
-            if !doc.references.is_empty() {
-                references.insert(id.clone(), Arc::clone(&doc.references));
+            if !rare.references.is_empty() {
+                references.insert(id.clone(), Arc::from(rare.references.as_slice()));
             }
         }
         findings.sort_by_key(ToString::to_string);
+        let links = self.entries().map(|(id, doc)| (id.clone(), Arc::clone(&doc.ids)));
         (Arc::new(Tree::new(links).with_references(references)), findings)
     }
 }
@@ -285,8 +310,11 @@ mod tests {
             Files { docs: docs.iter().map(|(i, s, t)| (id(i), *s, *t)).collect(), reads: RefCell::default() }
         }
 
+        /// In id order, as every backend lists.
         fn listing(&self) -> Listing {
-            Listing { docs: self.docs.iter().map(|(i, s, _)| (i.clone(), *s)).collect(), ignored: vec![] }
+            let mut docs: Vec<(DocId, Stamp)> = self.docs.iter().map(|(i, s, _)| (i.clone(), *s)).collect();
+            docs.sort_by(|a, b| a.0.cmp(&b.0));
+            Listing { docs: docs.into(), ignored: vec![] }
         }
 
         fn view(&self, cache: &mut TreeCache, now_ns: u64) -> (Arc<Tree>, Vec<Finding>) {
@@ -379,7 +407,7 @@ mod tests {
     fn unreadable_files_and_bad_links_are_findings() {
         let mut cache = TreeCache::default();
         let listing = Listing {
-            docs: [(id("root"), stamp(1, 1)), (id("bad"), stamp(1, 1))].into(),
+            docs: [(id("bad"), stamp(1, 1)), (id("root"), stamp(1, 1))].into(),
             ignored: vec![("x y.md".to_owned(), Ignored::NotAnId)],
         };
         let (_, findings) = cache
