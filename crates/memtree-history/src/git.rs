@@ -20,6 +20,7 @@ use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepare
 use thread_priority::ThreadPriority;
 
 use crate::changes::Changes;
+use crate::index_tree;
 use crate::packs;
 use crate::queue::{Queue, Record};
 use crate::record_round::{Kept, RecordRound};
@@ -337,7 +338,7 @@ impl GitHistory {
         {
             let tree = round
                 .repo()
-                .find_tree(index.write_tree().map_err(backend("write tree"))?)
+                .find_tree(write_index_tree(round.repo(), &index)?)
                 .map_err(backend("read tree"))?;
             let message = match tree_len(&tree)? {
                 1 => "history starts: 1 document\n".to_owned(),
@@ -356,7 +357,7 @@ impl GitHistory {
         let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
         let mut index = round.repo().index().map_err(backend("open git index"))?;
         self.add_to_index(round.repo(), &mut index, changed)?;
-        let tree_id = index.write_tree().map_err(backend("write tree"))?;
+        let tree_id = write_index_tree(round.repo(), &index)?;
         let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend("read tree"))?
         else {
             return Ok(()); // The first drain commits everything.
@@ -454,6 +455,12 @@ impl GitHistory {
             }
         }
     }
+}
+
+/// The tree of `index`'s entries, written to `repo`'s objects.
+fn write_index_tree(repo: &Repository, index: &git2::Index) -> Result<Oid, HistoryError> {
+    let odb = repo.odb().map_err(backend("open object database"))?;
+    index_tree::write(&odb, index).map_err(backend("write tree"))
 }
 
 /// The files of the store's documents, relative to `root`, with their

@@ -4,6 +4,7 @@
 
 mod changes;
 mod git;
+mod index_tree;
 mod pack_file;
 mod packs;
 mod queue;
