@@ -152,20 +152,22 @@ def _environ(pid: int) -> dict[str, str]:
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc on Linux only")
 @pytest.mark.parametrize(("env", "again", "tunables"), [
-    ({}, True, "glibc.malloc.arena_max=1"),
     # glibc cuts the variable at its first `:` in place while reading it,
-    # so only the user's own tunable shows (the appending: a unit test).
+    # so only its first tunable shows (the appending: a unit test).
+    ({}, True, "glibc.malloc.arena_max=1"),
     ({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}, True, "glibc.malloc.tcache_count=0"),
     ({"MEMTREE_ALLOCATOR": "default"}, False, None),
-    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, False, "glibc.malloc.arena_max=4"),
+    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, True, "glibc.malloc.arena_max=4"),
+    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4:glibc.malloc.mmap_threshold=131072"}, False,
+     "glibc.malloc.arena_max=4"),
 ])
-def test_serve_runs_itself_again_with_one_malloc_arena(raw_server, env, again, tunables):
+def test_serve_runs_itself_again_with_its_malloc_tunables(raw_server, env, again, tunables):
     s = raw_server(env=env)
     # The same process (an MCP client knows its pid) answers, run again
     # with the tunables in its environment; a user's own choice is kept.
     assert s.initialize()["result"]["serverInfo"]["name"]
     environ = _environ(s.proc.pid)
-    assert (environ.get("MEMTREE_ALLOCATOR") == "one-arena") == again, environ.get("MEMTREE_ALLOCATOR")
+    assert (environ.get("MEMTREE_ALLOCATOR") == "tuned") == again, environ.get("MEMTREE_ALLOCATOR")
     assert environ.get("GLIBC_TUNABLES") == tunables, environ.get("GLIBC_TUNABLES")
     assert Path(f"/proc/{s.proc.pid}/exe").resolve() == BIN.resolve()
     assert s.call_tool("read_document", {"id": "root"})["result"]["content"]

@@ -106,7 +106,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     if matches!(cli.command, Command::Serve(_)) {
-        crate::allocator::one_arena();
+        crate::allocator::tune();
     }
     let outcome =
         Settings::resolve(&cli.global).map_err(Failure::from).and_then(|settings| match cli.command {

@@ -81,8 +81,9 @@ pub mod env {
     pub const L0_FORMAT: &str = "LAYERED_MEMORY_L0_FORMAT";
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
-    /// Set: `serve` keeps glibc's malloc arenas as they are (`default`);
-    /// unset: it runs itself again with one (see `allocator`).
+    /// Set: `serve` keeps glibc's malloc as it is (`default`); unset: it
+    /// runs itself again with one arena and a fixed mmap threshold (see
+    /// `allocator`).
     pub const ALLOCATOR: &str = "MEMTREE_ALLOCATOR";
     /// glibc's own settings, read at start.
     pub const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";

@@ -206,6 +206,9 @@ impl TreeCache {
         self.docs = docs;
         if changed || self.built.is_none() {
             self.ignored = listing.ignored;
+            // The old tree goes first (unless a caller still holds it): two
+            // at once are megabytes in a large store.
+            self.built = None;
             self.built = Some(self.build());
         }
         let (tree, findings) = self.built.as_ref().expect("built above");
