@@ -6,6 +6,8 @@
 
 use git2::{Index, ObjectType, Odb, Oid};
 
+use crate::tree_bytes::{FOLDER_MODE, put_entry};
+
 /// What a tree cannot be made of.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum IndexTreeError {
@@ -34,7 +36,7 @@ pub(crate) fn write(odb: &Odb<'_>, index: &Index) -> Result<Oid, IndexTreeError>
         }
         open.extend(folders[kept..].iter().map(|folder| (folder.to_vec(), Vec::new())));
         let (_, tree) = open.last_mut().expect("the top folder stays open");
-        put(tree, format!("{:o}", entry.mode).as_bytes(), name, entry.id);
+        put_entry(tree, format!("{:o}", entry.mode).as_bytes(), name, entry.id);
     }
     while open.len() > 1 {
         close(odb, &mut open)?;
@@ -47,16 +49,8 @@ fn close(odb: &Odb<'_>, open: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), git2::
     let (name, tree) = open.pop().expect("a folder below the top is open");
     let id = odb.write(ObjectType::Tree, &tree)?;
     let (_, parent) = open.last_mut().expect("the top folder stays open");
-    put(parent, b"40000", &name, id);
+    put_entry(parent, FOLDER_MODE, &name, id);
     Ok(())
-}
-
-fn put(tree: &mut Vec<u8>, mode: &[u8], name: &[u8], id: Oid) {
-    tree.extend_from_slice(mode);
-    tree.push(b' ');
-    tree.extend_from_slice(name);
-    tree.push(0);
-    tree.extend_from_slice(id.as_bytes());
 }
 
 #[cfg(test)]
@@ -96,6 +90,20 @@ mod tests {
             tree.get_path(Path::new("a/c/e.md")).unwrap().to_object(&repo).unwrap().kind(),
             Some(ObjectType::Blob)
         );
+    }
+
+    #[test]
+    fn an_unmerged_entry_makes_no_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.md"), "# A\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("a.md")).unwrap();
+        let mut theirs = index.get_path(Path::new("a.md"), 0).unwrap();
+        theirs.flags |= 3 << 12;
+        index.add(&theirs).unwrap();
+        let error = write(&repo.odb().unwrap(), &index).unwrap_err();
+        assert_eq!(error.to_string(), "a.md: unmerged in the git index");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use git2::Oid;
 
 /// The mode of a document's file and of a folder, as git writes them.
 const FILE_MODE: &[u8] = b"100644";
-const FOLDER_MODE: &[u8] = b"40000";
+pub(crate) const FOLDER_MODE: &[u8] = b"40000";
 
 /// An entry to put in a tree (`id` set) or take out of it.
 #[derive(Debug, Clone)]
@@ -148,9 +148,14 @@ pub(crate) fn edit(tree: &[u8], edits: &mut [Edit]) -> Result<Vec<u8>, Malformed
 /// Writes `edit`'s entry, if it puts one.
 fn put(out: &mut Vec<u8>, edit: &Edit) {
     let Some(id) = edit.id else { return };
-    out.extend_from_slice(if edit.folder { FOLDER_MODE } else { FILE_MODE });
+    put_entry(out, if edit.folder { FOLDER_MODE } else { FILE_MODE }, edit.name.as_bytes(), id);
+}
+
+/// Writes an entry: its mode (in octal), name and id.
+pub(crate) fn put_entry(out: &mut Vec<u8>, mode: &[u8], name: &[u8], id: Oid) {
+    out.extend_from_slice(mode);
     out.push(b' ');
-    out.extend_from_slice(edit.name.as_bytes());
+    out.extend_from_slice(name);
     out.push(0);
     out.extend_from_slice(id.as_bytes());
 }
