@@ -34,21 +34,25 @@ pub(super) struct TreeCache {
 /// One document's parsed links, valid while its stamp is unchanged.
 #[derive(Debug, Clone)]
 struct CachedDoc {
-    /// Read so soon after its last change that a later change could keep
-    /// the same stamp (coarse file-system clocks): parse again next time.
-    racy: bool,
     /// The valid links, shared with the trees built from this entry.
     ids: Arc<[DocId]>,
     /// What few documents have, apart: the entries of a store of 100,000
-    /// documents stay small.
+    /// documents stay small (24 bytes).
     rare: Option<Box<Rare>>,
 }
 
-/// A document's references, invalid links, references that point at no
-/// possible document (as written), why it cannot be read, its deprecation
-/// and its expiry date.
+// A store of 100,000 documents holds 100,000 of them, in one vector.
+const _: () = assert!(std::mem::size_of::<CachedDoc>() == 24);
+
+/// Whether a document was read too soon after a change to trust its stamp;
+/// its references, invalid links, references that point at no possible
+/// document (as written), why it cannot be read, its deprecation and its
+/// expiry date.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Rare {
+    /// Read so soon after its last change that a later change could keep
+    /// the same stamp (coarse file-system clocks): parse again next time.
+    racy: bool,
     /// The documents its references point at.
     references: Vec<DocId>,
     invalid: Vec<InvalidLink>,
@@ -63,6 +67,7 @@ struct Rare {
 static NO_IDS: LazyLock<Arc<[DocId]>> = LazyLock::new(|| Arc::new([]));
 
 const NOTHING_RARE: &Rare = &Rare {
+    racy: false,
     references: Vec::new(),
     invalid: Vec::new(),
     unresolved: Vec::new(),
@@ -79,10 +84,14 @@ struct Deprecation {
 }
 
 impl CachedDoc {
-    fn new(racy: bool, ids: Vec<DocId>, rare: Rare) -> CachedDoc {
+    fn new(ids: Vec<DocId>, rare: Rare) -> CachedDoc {
         let rare = (rare != *NOTHING_RARE).then(|| Box::new(rare));
         let ids = if ids.is_empty() { Arc::clone(&NO_IDS) } else { ids.into() };
-        CachedDoc { racy, ids, rare }
+        CachedDoc { ids, rare }
+    }
+
+    fn racy(&self) -> bool {
+        self.rare().racy
     }
 
     fn rare(&self) -> &Rare {
@@ -96,8 +105,8 @@ impl CachedDoc {
 
     /// A document that cannot be read: no links, and why.
     fn unreadable(racy: bool, reason: String) -> CachedDoc {
-        let rare = Rare { problem: Some(reason), ..Rare::default() };
-        CachedDoc::new(racy, Vec::new(), rare)
+        let rare = Rare { racy, problem: Some(reason), ..Rare::default() };
+        CachedDoc::new(Vec::new(), rare)
     }
 
     /// Whether the tree or its findings could differ built from `other`.
@@ -135,6 +144,7 @@ impl CachedDoc {
             }
         }
         let rare = Rare {
+            racy,
             references,
             invalid: links.invalid,
             unresolved,
@@ -142,7 +152,7 @@ impl CachedDoc {
             deprecation,
             expires: fm.expires,
         };
-        CachedDoc::new(racy, links.ids.into_iter().map(listed).collect(), rare)
+        CachedDoc::new(links.ids.into_iter().map(listed).collect(), rare)
     }
 }
 
@@ -158,7 +168,7 @@ impl TreeCache {
         mut read: impl FnMut(&DocId) -> Result<Option<String>, StorageError>,
     ) -> Result<(Arc<Tree>, Vec<Finding>), StorageError> {
         debug_assert!(listing.docs.is_sorted_by(|a, b| a.0 < b.0), "listings are in id order");
-        let same = Arc::ptr_eq(&self.listing, &listing.docs) && self.docs.iter().all(|d| !d.racy);
+        let same = Arc::ptr_eq(&self.listing, &listing.docs) && self.docs.iter().all(|d| !d.racy());
         if let (true, Some((tree, findings))) = (same, &self.built)
             && self.ignored == listing.ignored
         {
@@ -179,7 +189,7 @@ impl TreeCache {
                 }
             }
             let doc = match cached {
-                Some((last_stamp, doc)) if last_stamp == *stamp && !doc.racy => doc,
+                Some((last_stamp, doc)) if last_stamp == *stamp && !doc.racy() => doc,
                 cached => {
                     let racy = now_ns.saturating_sub(stamp.modified_ns) < RACY_WINDOW_NS;
                     let doc = match read(id) {
