@@ -177,7 +177,8 @@ impl TreeCache {
         let mut changed = self.docs.len() != listing.docs.len() || self.ignored != listing.ignored;
         // Both listings are in id order: walked side by side, an entry of
         // the last one is reused while its document's stamp holds.
-        let mut last = self.listing.iter().zip(std::mem::take(&mut self.docs)).peekable();
+        let previous = Arc::clone(&self.listing);
+        let mut last = previous.iter().zip(std::mem::take(&mut self.docs)).peekable();
         let mut docs = Vec::with_capacity(listing.docs.len());
         for (id, stamp) in listing.docs.iter() {
             let mut cached = None;
@@ -201,7 +202,11 @@ impl TreeCache {
                         Err(StorageError::Unreadable { reason, .. }) => {
                             CachedDoc::unreadable(racy, reason.to_string())
                         }
-                        Err(e) => return Err(e),
+                        Err(e) => {
+                            // Nothing kept: the next view reads every document.
+                            (self.listing, self.built) = (Arc::default(), None);
+                            return Err(e);
+                        }
                     };
                     // A racy entry read again unchanged changes nothing.
                     changed |= cached.is_none_or(|(_, c)| c.differs(&doc));
@@ -211,7 +216,6 @@ impl TreeCache {
             docs.push(doc);
         }
         changed |= last.next().is_some();
-        drop(last);
         self.listing = listing.docs;
         self.docs = docs;
         if changed || self.built.is_none() {
@@ -403,6 +407,37 @@ mod tests {
         files.view_of(listing.clone(), &mut cache, NOW + RACY_WINDOW_NS);
         files.view(&mut cache, NOW + RACY_WINDOW_NS);
         assert_eq!(files.take_reads().len(), 1, "settled: parsed once more, then trusted");
+    }
+
+    /// A document that fails to read fails the view, and leaves nothing
+    /// half done: the next view (here, of the listing viewed before) reads
+    /// every document again.
+    #[test]
+    fn a_failed_read_keeps_nothing_half_done() {
+        let mut files = Files::new(&[
+            ("root", stamp(1, 1), "# R\n[[a]] [[b]]\n"),
+            ("a", stamp(1, 1), "---\nexpires: 2020-01-01\n---\n# A\n"),
+            ("b", stamp(1, 1), "# B\n"),
+        ]);
+        let mut cache = TreeCache::default();
+        let before = files.listing();
+        files.view_of(before.clone(), &mut cache, NOW);
+        files.take_reads();
+        files.docs[2].1 = stamp(2, 2);
+        let failed = cache.view(files.listing(), NOW, |wanted| match wanted.as_str() {
+            "b" => Err(StorageError::Io {
+                op: "read",
+                path: "b.md".into(),
+                error: std::io::Error::other("gone"),
+            }),
+            _ => Ok(Some("# x\n".into())),
+        });
+        assert!(failed.is_err());
+        files.docs[2].1 = stamp(1, 1);
+        let (tree, _) = files.view_of(before, &mut cache, NOW);
+        assert_eq!(files.take_reads().len(), 3, "every document read again");
+        assert_eq!(tree.parents(&id("b")), [id("root")]);
+        assert_eq!(cache.current(&tree, "2026-11-26"), [id("b"), id("root")]);
     }
 
     #[test]
