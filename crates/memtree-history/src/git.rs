@@ -12,7 +12,8 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use git2::{ObjectType, Oid, Repository, Signature, Sort};
@@ -86,6 +87,10 @@ pub struct GitHistory {
     changes: Mutex<Changes>,
     /// The trees the last round of queued records left.
     kept: Mutex<Option<Kept>>,
+    /// A scan of every document did not get to write the git index: the
+    /// next flush scans every document again, as the index's entries for
+    /// what that scan found are behind.
+    rescan: AtomicBool,
 }
 
 /// The history error of `op` failing, which keeps the error beneath as
@@ -143,6 +148,7 @@ impl GitHistory {
             wake: Arc::new((Mutex::new(false), Condvar::new())),
             changes: Mutex::default(),
             kept: Mutex::default(),
+            rescan: AtomicBool::new(false),
         });
         if let Err(error) = history.queue.repair() {
             tracing::error!(%error, "the history queue's folders cannot be repaired");
@@ -356,8 +362,24 @@ impl GitHistory {
     fn scan(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
         let round = Round::open(&self.root, changed.map_or(usize::MAX, <[DocId]>::len))?;
         let mut index = round.repo().index().map_err(backend("open git index"))?;
-        self.add_to_index(round.repo(), &mut index, changed)?;
-        let tree_id = write_index_tree(round.repo(), &index)?;
+        let behind = self.add_to_index(round.repo(), &mut index, changed)?;
+        let recorded = Self::record_scan(round, &mut index);
+        if recorded.is_err() {
+            // The index is not written (a git command may hold its lock):
+            // what the scan brought along waits to be brought along again.
+            self.unindexed().extend(behind.into_iter().chain(changed.into_iter().flatten().cloned()));
+            if changed.is_none() {
+                self.rescan.store(true, Ordering::Release);
+            }
+        }
+        recorded
+    }
+
+    /// Commits what the scanned `index` holds that the last commit does
+    /// not, then writes the index. Before the first commit, neither: the
+    /// first drain commits every document and writes the index.
+    fn record_scan(round: Round, index: &mut git2::Index) -> Result<(), HistoryError> {
+        let tree_id = write_index_tree(round.repo(), index)?;
         let Some(base) = round.tip()?.map(|head| head.tree()).transpose().map_err(backend("read tree"))?
         else {
             return Ok(()); // The first drain commits everything.
@@ -424,33 +446,42 @@ impl GitHistory {
     }
 
     fn sync_index(&self, repo: &Repository) -> Result<(), HistoryError> {
-        if self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+        if self.unindexed().is_empty() {
             return Ok(());
         }
         let mut index = repo.index().map_err(backend("open git index"))?;
-        self.add_to_index(repo, &mut index, Some(&[]))?;
-        index.write().map_err(backend("write git index"))
+        let behind = self.add_to_index(repo, &mut index, Some(&[]))?;
+        let written = index.write().map_err(backend("write git index"));
+        if written.is_err() {
+            self.unindexed().extend(behind);
+        }
+        written
+    }
+
+    /// The documents committed since the git index last followed them.
+    fn unindexed(&self) -> MutexGuard<'_, BTreeSet<DocId>> {
+        self.unindexed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Brings `index` to the files of `changed` (or of every document) and
-    /// of the documents committed since it last was. A file being written
-    /// meanwhile is left for a later flush.
+    /// of the documents committed since it last was, which it returns: to
+    /// wait again if the index is not written after all. A file being
+    /// written meanwhile is left for a later flush.
     fn add_to_index(
         &self,
         repo: &Repository,
         index: &mut git2::Index,
         changed: Option<&[DocId]>,
-    ) -> Result<(), HistoryError> {
-        let unindexed = || self.unindexed.lock().unwrap_or_else(|e| e.into_inner());
-        let behind: Vec<DocId> = std::mem::take(&mut *unindexed()).into_iter().collect();
+    ) -> Result<Vec<DocId>, HistoryError> {
+        let behind: Vec<DocId> = std::mem::take(&mut *self.unindexed()).into_iter().collect();
         let ids = changed.map(|changed| [changed, &behind].concat());
         match add_documents(repo, index, &self.root, ids.as_deref()) {
             Ok(unsteady) => {
-                unindexed().extend(unsteady);
-                Ok(())
+                self.unindexed().extend(unsteady);
+                Ok(behind)
             }
             Err(error) => {
-                unindexed().extend(behind);
+                self.unindexed().extend(behind);
                 Err(error)
             }
         }
@@ -853,10 +884,11 @@ impl History for GitHistory {
     }
 
     fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        let changed = if self.rescan.swap(false, Ordering::AcqRel) { None } else { changed };
         let flushed = self.with_repo(|repo| {
             loop {
                 let (touched, done) = self.drain(repo)?;
-                self.unindexed.lock().unwrap_or_else(|e| e.into_inner()).extend(touched);
+                self.unindexed().extend(touched);
                 for name in &done {
                     self.queue.remove(*name).map_err(backend("remove queued change"))?;
                 }
