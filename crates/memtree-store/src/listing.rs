@@ -352,11 +352,12 @@ fn stamps(mut documents: Vec<(fs::DirEntry, DocId)>) -> Result<BTreeMap<DocId, S
             .into_iter()
             .map(|share| scope.spawn(move || share.into_iter().map(stamp).collect::<Result<Vec<_>, _>>()))
             .collect();
-        let mut docs = BTreeMap::new();
+        let mut docs = Vec::new();
         for thread in running {
             docs.extend(thread.join().expect("a stat thread does not panic")?);
         }
-        Ok(docs)
+        // Built at once from the sorted entries, not inserted one by one.
+        Ok(docs.into_iter().collect())
     })
 }
 
