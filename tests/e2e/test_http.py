@@ -7,10 +7,13 @@ pages. The UI itself, in a browser: test_ui.py."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
+import socket
 import subprocess
+import threading
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -86,8 +89,45 @@ def test_host_and_origin_are_checked(store: Path, base_env: dict[str, str]) -> N
 
 
 def test_a_body_over_the_limit_is_refused(store: Path, base_env: dict[str, str]) -> None:
+    # Announced over the limit, it is refused before it is read: the body is
+    # not sent at all (the server closes on its refusal, so a client still
+    # sending could meet a broken pipe instead of the answer).
     with http_server(store, base_env) as addr:
-        assert post(addr, {}, body=b" " * (17 << 20)) == 413
+        host, port = addr.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.putrequest("POST", "/mcp", skip_host=True, skip_accept_encoding=True)
+        headers = {"Host": addr, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "Content-Length": str(17 << 20)}
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        assert (response.status, response.read()) == (413, f"Error: request: over {16 << 20} bytes".encode())
+        conn.close()
+
+
+def test_a_streamed_body_over_the_limit_is_refused(store: Path, base_env: dict[str, str]) -> None:
+    # No length announced: refused once the limit is passed. The body goes
+    # from a thread while this one waits for the answer, which comes before
+    # the server closes (and the sender meets a broken pipe).
+    with http_server(store, base_env) as addr:
+        host, port = addr.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n"
+                         "Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+
+            def send_body() -> None:
+                chunk = b"%x\r\n%s\r\n" % (1 << 16, b" " * (1 << 16))
+                with contextlib.suppress(OSError):
+                    for _ in range(17 << 4):
+                        sock.sendall(chunk)
+                    sock.sendall(b"0\r\n\r\n")
+
+            sender = threading.Thread(target=send_body)
+            sender.start()
+            answer = sock.recv(4096)
+            sender.join()
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])

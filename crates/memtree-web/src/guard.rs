@@ -109,13 +109,18 @@ pub(crate) async fn guarded(State(guard): State<Arc<Guard>>, request: Request, n
         return (StatusCode::FORBIDDEN, "Error: origin: a form must come from this server's page")
             .into_response();
     }
+    let too_large = || {
+        (StatusCode::PAYLOAD_TOO_LARGE, format!("Error: request: over {} bytes", guard.max_body))
+            .into_response()
+    };
+    // A body announced over the limit is refused before a byte of it is read.
+    let announced = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > guard.max_body as u64) {
+        return too_large();
+    }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, guard.max_body).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return (StatusCode::PAYLOAD_TOO_LARGE, format!("Error: request: over {} bytes", guard.max_body))
-                .into_response();
-        }
+    let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+        return too_large();
     };
     if form_post {
         let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).unwrap_or_default();
