@@ -27,6 +27,9 @@ pub(super) struct TreeCache {
     /// What was parsed of each of them (same order): kept in a vector, not
     /// a map by id, as the listing holds the ids already.
     docs: Vec<CachedDoc>,
+    /// No entry of `docs` is racy: the very same listing again needs no
+    /// stamp compared.
+    settled: bool,
     ignored: Vec<(String, Ignored)>,
     built: Option<(Arc<Tree>, Vec<Finding>)>,
 }
@@ -168,7 +171,7 @@ impl TreeCache {
         mut read: impl FnMut(&DocId) -> Result<Option<String>, StorageError>,
     ) -> Result<(Arc<Tree>, Vec<Finding>), StorageError> {
         debug_assert!(listing.docs.is_sorted_by(|a, b| a.0 < b.0), "listings are in id order");
-        let same = Arc::ptr_eq(&self.listing, &listing.docs) && self.docs.iter().all(|d| !d.racy());
+        let same = self.settled && Arc::ptr_eq(&self.listing, &listing.docs);
         if let (true, Some((tree, findings))) = (same, &self.built)
             && self.ignored == listing.ignored
         {
@@ -180,6 +183,7 @@ impl TreeCache {
         let previous = Arc::clone(&self.listing);
         let mut last = previous.iter().zip(std::mem::take(&mut self.docs)).peekable();
         let mut docs = Vec::with_capacity(listing.docs.len());
+        let mut settled = true;
         for (id, stamp) in listing.docs.iter() {
             let mut cached = None;
             while let Some(((last_id, last_stamp), doc)) = last.next_if(|((last_id, _), _)| last_id <= id) {
@@ -213,9 +217,11 @@ impl TreeCache {
                     doc
                 }
             };
+            settled &= !doc.racy();
             docs.push(doc);
         }
         changed |= last.next().is_some();
+        self.settled = settled;
         self.listing = listing.docs;
         self.docs = docs;
         if changed || self.built.is_none() {
