@@ -368,9 +368,9 @@ impl GitHistory {
             // The index is not written (a git command may hold its lock):
             // what the scan brought along waits to be brought along again.
             self.unindexed().extend(behind.into_iter().chain(changed.into_iter().flatten().cloned()));
-            if changed.is_none() {
-                self.rescan.store(true, Ordering::Release);
-            }
+        }
+        if changed.is_none() {
+            self.rescan.store(recorded.is_err(), Ordering::Release);
         }
         recorded
     }
@@ -884,7 +884,9 @@ impl History for GitHistory {
     }
 
     fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
-        let changed = if self.rescan.swap(false, Ordering::AcqRel) { None } else { changed };
+        // Cleared only by a scan of every document that wrote the index: a
+        // flush that fails before it leaves the scan due.
+        let changed = if self.rescan.load(Ordering::Acquire) { None } else { changed };
         let flushed = self.with_repo(|repo| {
             loop {
                 let (touched, done) = self.drain(repo)?;
