@@ -389,6 +389,26 @@ fn a_write_queued_by_another_process_is_found_by_the_next_search() {
 }
 
 #[test]
+fn the_indexing_thread_indexes_a_burst_once_it_pauses() {
+    let (dir, memory) = store();
+    let index = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+    for i in 0..20 {
+        memory
+            .update_document(&id("people"), &format!("# People\nVisit {i} of the beekeeper.\n"), None)
+            .unwrap();
+    }
+    // Nothing here reads through the engine, which would index the queue
+    // itself: the thread empties it on its own.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while index.queued().unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "the queue is still waiting after 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let file = std::fs::metadata(dir.path().join("people.md")).unwrap();
+    assert_eq!(index.stamp(&id("people")).unwrap().map(|s| s.len), Some(file.len()));
+}
+
+#[test]
 fn two_processes_share_one_index() {
     let (dir, first) = store();
     let second = open(dir.path());

@@ -1,8 +1,10 @@
 //! Indexing a write beside the requests: a change is acknowledged once its
 //! files are durable and its documents are queued in the index (a small
 //! insert, no full-text work), and a thread of its own indexes them, so a
-//! writer does not wait for the full-text index. Several writes queued
-//! meanwhile are indexed in one transaction. Whatever reads the index, in
+//! writer does not wait for the full-text index. The thread waits for
+//! writes to pause before it indexes them, all in one transaction: while it
+//! indexes, it holds the index connection through which the next write
+//! queues its documents and checks its links. Whatever reads the index, in
 //! this process or another, first indexes what the queue holds
 //! ([`Indexer::settle`]), so a search finds every write acknowledged before
 //! it; a crash leaves the queue, or at worst a stale stamp, for the next
@@ -10,10 +12,21 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::doc_id::DocId;
 use crate::index::{Queued, SearchIndex};
 use crate::storage::Storage;
+
+/// How long writes must pause before the thread indexes them. Requests of
+/// a burst come well under a millisecond apart; those of an agent that
+/// reads the answer first, far more.
+const QUIET: Duration = Duration::from_millis(10);
+
+/// How long a burst of writes may keep the thread from indexing. A reader
+/// indexes what is queued itself, so this bounds the work a search after a
+/// burst finds left to do.
+const LONGEST_WAIT: Duration = Duration::from_millis(200);
 
 /// The thread indexing what this process's writes queue.
 pub(super) struct Indexer {
@@ -104,6 +117,19 @@ impl Shared {
             let wake = self.lock_wake();
             let mut wake =
                 self.woken.wait_while(wake, |w| !w.queued && !w.closed).unwrap_or_else(|e| e.into_inner());
+            // Back to back, a write waited for the index connection while
+            // this thread indexed the one before: 16% of an update's time,
+            // 28% of one that creates a document (requests to two servers
+            // taken in turn).
+            let burst = Instant::now();
+            while !wake.closed && wake.queued && burst.elapsed() < LONGEST_WAIT {
+                wake.queued = false;
+                wake = self
+                    .woken
+                    .wait_timeout_while(wake, QUIET, |w| !w.queued && !w.closed)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
             if wake.closed {
                 return;
             }
