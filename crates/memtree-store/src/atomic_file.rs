@@ -78,15 +78,6 @@ impl ChangedFolders {
     }
 }
 
-/// Removes `path` durably; a file already gone is not an error.
-pub(crate) fn remove_durable(path: &Path) -> Result<(), StorageError> {
-    match fs::remove_file(path) {
-        Ok(()) => sync_dir(path.parent().expect("document paths have a parent")),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_error("remove", path)(e)),
-    }
-}
-
 /// Creates `dir` and its missing parents, fsyncing each parent whose entry
 /// list changed, so a new folder survives a crash along with its files.
 pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
@@ -161,8 +152,5 @@ mod tests {
         write_atomic(&temp, &target, b"two").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"two");
         assert_eq!(fs::read_dir(&temp).unwrap().count(), 0);
-        remove_durable(&target).unwrap();
-        remove_durable(&target).unwrap();
-        assert!(!target.exists());
     }
 }

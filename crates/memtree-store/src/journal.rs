@@ -2,12 +2,129 @@
 //!
 //! Redo logging: the complete after-state of a change (every new document
 //! text, every document moved to the trash) is written to
-//! `.memtree/journal.json` with one atomic rename before any document is
-//! touched. A crash before that rename leaves the before-state (the journal
-//! never existed); a crash after it is completed by replaying the journal,
-//! whose operations are all idempotent. The journal is removed last.
+//! `.memtree/journal.json` and made durable before any document is touched.
+//! A crash before that leaves the before-state; a crash after it is
+//! completed by replaying the journal, whose operations are all idempotent.
+//! The journal is marked done last.
+//!
+//! The file is written in place, not renamed into place: that would make a
+//! new file, and fsync the folder, at both ends of every change, where
+//! writing over the file's own blocks makes a data sync enough. So a record
+//! is framed: [`MAGIC`], the JSON's length and its CRC-32, then the JSON.
+//! A record cut short by a crash fails its check and held a change that
+//! never touched a document (its writer syncs it before its first rename);
+//! a done journal starts with zeros. A file that is neither (someone else's
+//! bytes) is not guessed at.
 
-use memtree_core::DocId;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::Path;
+
+use memtree_core::{DocId, StorageError};
+
+use crate::atomic_file::{io_error, sync_dir};
+
+/// What a journal record starts with.
+const MAGIC: [u8; 8] = *b"MTJRNL01";
+/// The magic, the JSON's length (u64) and its CRC-32 (u32), little-endian.
+const HEADER: usize = 8 + 8 + 4;
+
+/// What the journal file holds.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// No change: no file, an empty one, or a done journal.
+    Nothing,
+    /// A record its writer did not finish writing.
+    Torn,
+    Change(Journal),
+}
+
+/// The file's bytes for `journal`.
+pub(crate) fn frame(journal: &Journal) -> Vec<u8> {
+    let json = serde_json::to_vec(journal).expect("journals serialise");
+    let mut bytes = Vec::with_capacity(HEADER + json.len());
+    bytes.extend(MAGIC);
+    bytes.extend((json.len() as u64).to_le_bytes());
+    bytes.extend(crc32fast::hash(&json).to_le_bytes());
+    bytes.extend(json);
+    bytes
+}
+
+/// What `bytes`, the whole journal file, holds; `Err` with the reason when
+/// memtree did not write them. A journal of memtree before records were
+/// framed is plain JSON.
+pub(crate) fn read(bytes: &[u8]) -> Result<Held, String> {
+    if bytes.iter().take(MAGIC.len()).all(|&b| b == 0) {
+        return Ok(Held::Nothing);
+    }
+    if bytes.first() == Some(&b'{') {
+        return serde_json::from_slice(bytes).map(Held::Change).map_err(|e| e.to_string());
+    }
+    if !bytes.starts_with(&MAGIC) {
+        return Err("not a journal record".to_owned());
+    }
+    let framed = || -> Option<&[u8]> {
+        let len = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+        let crc = u32::from_le_bytes(bytes.get(16..HEADER)?.try_into().ok()?);
+        let json = bytes.get(HEADER..HEADER.checked_add(usize::try_from(len).ok()?)?)?;
+        (crc32fast::hash(json) == crc).then_some(json)
+    };
+    match framed() {
+        Some(json) => serde_json::from_slice(json).map(Held::Change).map_err(|e| e.to_string()),
+        None => Ok(Held::Torn),
+    }
+}
+
+/// Whether the journal at `path` may hold a change: something other than
+/// a done journal is there. Reads the first bytes only.
+pub(crate) fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io_error("open", path)(e)),
+    };
+    let mut start = [0u8; MAGIC.len()];
+    match file.read(&mut start) {
+        Ok(n) => Ok(start[..n].iter().any(|&b| b != 0)),
+        // A folder in its place: recovery sets it aside.
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => Ok(true),
+        Err(e) => Err(io_error("read", path)(e)),
+    }
+}
+
+/// Writes `bytes` (a [`frame`], or part of one to fake a crash) over the
+/// journal at `path`, durably: the commit point of a change.
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    let open = |new| OpenOptions::new().write(true).create_new(new).open(path);
+    let (file, created) = match open(true) {
+        Ok(file) => (file, true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            (open(false).map_err(io_error("open", path))?, false)
+        }
+        Err(e) => return Err(io_error("create", path)(e)),
+    };
+    file.write_all_at(bytes, 0).map_err(io_error("write", path))?;
+    if created {
+        // A new file's entry in its folder is durable once the folder is.
+        file.sync_all().map_err(io_error("fsync", path))?;
+        sync_dir(path.parent().expect("the journal has a folder"))
+    } else {
+        file.sync_data().map_err(io_error("fsync", path))
+    }
+}
+
+/// Marks the journal at `path` done, durably. Its blocks stay, for the
+/// next record to be written over.
+pub(crate) fn clear(path: &Path) -> Result<(), StorageError> {
+    let file = match OpenOptions::new().write(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error("open", path)(e)),
+    };
+    file.write_all_at(&[0; MAGIC.len()], 0).map_err(io_error("write", path))?;
+    file.sync_data().map_err(io_error("fsync", path))
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Journal {
@@ -61,6 +178,67 @@ impl From<TrashBatch> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn journal() -> Journal {
+        Journal {
+            label: "update root".into(),
+            ops: vec![JournalOp::Put { id: DocId::root(), content: "# x\n".into() }],
+        }
+    }
+
+    #[test]
+    fn a_record_is_read_back_only_whole() {
+        let bytes = frame(&journal());
+        assert_eq!(read(&bytes), Ok(Held::Change(journal())));
+        // Cut short anywhere, or with a byte changed, it is torn.
+        for cut in [MAGIC.len(), HEADER - 1, HEADER, bytes.len() - 1] {
+            assert_eq!(read(&bytes[..cut]), Ok(Held::Torn), "cut at {cut}");
+        }
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(read(&flipped), Ok(Held::Torn));
+        // Written over a longer record, the old one's tail is not read.
+        let mut over = frame(&Journal { label: "a much longer label than the other".into(), ..journal() });
+        over[..bytes.len()].copy_from_slice(&bytes);
+        assert_eq!(read(&over), Ok(Held::Change(journal())));
+    }
+
+    #[test]
+    fn a_done_journal_an_old_one_and_someone_elses_bytes() {
+        let mut done = frame(&journal());
+        done[..MAGIC.len()].fill(0);
+        assert_eq!(read(&done), Ok(Held::Nothing));
+        assert_eq!(read(b""), Ok(Held::Nothing));
+        let old = serde_json::to_vec(&journal()).unwrap();
+        assert_eq!(read(&old), Ok(Held::Change(journal())));
+        assert!(read(b"garbage").is_err());
+        assert!(read(b"{\"label\":").is_err());
+    }
+
+    #[test]
+    fn the_file_is_written_over_and_cleared_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        assert!(!may_hold_change(&path).unwrap());
+        clear(&path).unwrap();
+        assert!(!path.exists(), "clearing makes no file");
+        write(&path, &frame(&journal())).unwrap();
+        assert!(may_hold_change(&path).unwrap());
+        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+        clear(&path).unwrap();
+        assert!(!may_hold_change(&path).unwrap());
+        assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Nothing));
+        write(&path, &frame(&journal())).unwrap();
+        assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Change(journal())));
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()),
+            inode,
+            "the same file"
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(may_hold_change(&path).unwrap(), "a folder in its place is for recovery to set aside");
+    }
 
     #[test]
     fn journal_round_trips_and_refuses_path_tricks() {

@@ -16,18 +16,18 @@ use memtree_core::{
 };
 
 use crate::atomic_file::{
-    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, remove_durable, rename_into,
-    set_aside, write_atomic, write_temp,
+    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, rename_into, set_aside,
+    write_atomic, write_temp,
 };
 use crate::folder_names::{Edit, FolderNames};
-use crate::journal::{Journal, JournalOp, TrashBatch};
+use crate::journal::{self, Held, Journal, JournalOp, TrashBatch};
 use crate::listing::Listings;
 
 /// A deliberate crash for tests of crash safety: the process aborts at the
 /// named point of a journaled change, as a `kill -9` would stop it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// After the journal is written but before it is committed (renamed).
+    /// While the journal is written: part of its record is on disk.
     BeforeJournalCommit,
     /// After the journal is committed and this many operations applied.
     AfterOps(usize),
@@ -208,7 +208,7 @@ impl LocalStorage {
         if self.fault == Some(Fault::AfterOps(journal.ops.len())) {
             crash(&format!("after all operations of {}", journal.label));
         }
-        remove_durable(&self.journal)
+        journal::clear(&self.journal)
     }
 
     /// The store's write generation: a counter in the lock file that every
@@ -273,13 +273,12 @@ impl LocalStorage {
             self.check_real_folders(id)?;
         }
         let journal = Journal { label: change.label.clone(), ops };
-        let bytes = serde_json::to_vec(&journal).expect("journals serialise");
+        let bytes = journal::frame(&journal);
         if self.fault == Some(Fault::BeforeJournalCommit) {
-            let temp = self.temp.join("journal.uncommitted");
-            fs::write(&temp, &bytes).map_err(io_error("write", &temp))?;
+            journal::write(&self.journal, &bytes[..bytes.len() / 2])?;
             crash(&format!("before committing the journal of {}", change.label));
         }
-        write_atomic(&self.temp, &self.journal, &bytes)?;
+        journal::write(&self.journal, &bytes)?;
         self.replay(&journal)
     }
 
@@ -477,11 +476,7 @@ impl Storage for LocalStorage {
     }
 
     fn has_pending_change(&self) -> Result<bool, StorageError> {
-        match fs::symlink_metadata(&self.journal) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_error("stat", &self.journal)(e)),
-        }
+        journal::may_hold_change(&self.journal)
     }
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
@@ -498,10 +493,21 @@ impl Storage for LocalStorage {
             }
             Err(e) => return Err(io_error("read", &self.journal)(e)),
         };
-        let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| StorageError::BadJournal {
+        let held = journal::read(&bytes).map_err(|reason| StorageError::BadJournal {
             path: self.journal.display().to_string(),
-            reason: e.to_string(),
+            reason,
         })?;
+        let journal = match held {
+            Held::Change(journal) => journal,
+            Held::Nothing => return Ok(None),
+            Held::Torn => {
+                // Its writer died before the record was durable, so before
+                // it touched a document.
+                tracing::warn!("dropped a change whose journal its writer did not finish");
+                journal::clear(&self.journal)?;
+                return Ok(None);
+            }
+        };
         // The replay changes files without going through `apply`.
         self.listings.hold().forget();
         self.replay(&journal)?;
@@ -552,7 +558,7 @@ mod tests {
     }
 
     fn commit_journal(storage: &LocalStorage, journal: &Journal) {
-        write_atomic(&storage.temp, &storage.journal, &serde_json::to_vec(journal).unwrap()).unwrap();
+        journal::write(&storage.journal, &journal::frame(journal)).unwrap();
     }
 
     fn text(storage: &LocalStorage, id_: &str) -> Option<String> {
@@ -561,6 +567,18 @@ mod tests {
 
     #[test]
     fn a_committed_journal_is_completed_by_recovery() {
+        completed_by_recovery(commit_journal);
+    }
+
+    #[test]
+    fn a_journal_of_an_older_memtree_is_completed_by_recovery() {
+        // Plain JSON, renamed into place.
+        completed_by_recovery(|storage, journal| {
+            write_atomic(&storage.temp, &storage.journal, &serde_json::to_vec(journal).unwrap()).unwrap();
+        });
+    }
+
+    fn completed_by_recovery(commit: impl Fn(&LocalStorage, &Journal)) {
         let (_dir, storage) = store();
         storage.put(&id("old"), "old text").unwrap();
         let batch = TrashBatch::new(1, 2, 3);
@@ -572,7 +590,7 @@ mod tests {
                 JournalOp::Put { id: id("a/new"), content: "# new\n\n".into() },
             ],
         };
-        commit_journal(&storage, &journal);
+        commit(&storage, &journal);
         // A crash after the first operation: replaying from the start must
         // still reach the after-state (every operation is idempotent).
         storage.move_to_trash(&batch, &id("old"), &mut ChangedFolders::default()).unwrap();
@@ -588,13 +606,20 @@ mod tests {
     }
 
     #[test]
-    fn an_uncommitted_journal_leaves_the_before_state() {
+    fn a_journal_cut_short_leaves_the_before_state() {
         let (_dir, storage) = store();
         storage.put(&id("root"), "before").unwrap();
-        fs::write(storage.temp.join("journal.uncommitted"), b"{\"label\":").unwrap();
-        assert!(!storage.has_pending_change().unwrap());
+        let journal = Journal {
+            label: "update root".into(),
+            ops: vec![JournalOp::Put { id: id("root"), content: "after".into() }],
+        };
+        let bytes = journal::frame(&journal);
+        journal::write(&storage.journal, &bytes[..bytes.len() - 1]).unwrap();
+        fs::write(storage.temp.join("1-0"), "after").unwrap();
+        assert!(storage.has_pending_change().unwrap());
         assert_eq!(storage.recover().unwrap(), None);
         assert_eq!(text(&storage, "root").as_deref(), Some("before"));
+        assert!(!storage.has_pending_change().unwrap(), "the torn record is cleared");
         assert_eq!(fs::read_dir(&storage.temp).unwrap().count(), 0, "recovery clears temporary files");
     }
 
