@@ -6,7 +6,7 @@
 //! and rebuild every delta.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 
 use flate2::Compression;
@@ -14,10 +14,15 @@ use flate2::write::ZlibEncoder;
 use git2::{ObjectType, Oid};
 
 /// A pack being made: its entries after the 12-byte header, and each
-/// object's id, entry checksum and offset.
-#[derive(Default)]
+/// object's id, entry checksum and offset. The entries go to a file as
+/// they come, not to memory until the pack is written: a round packs its
+/// first root tree whole, megabytes in a large store, and that stood at
+/// the top of a 100,000-document server's memory.
 pub(crate) struct PackFile {
-    entries: Vec<u8>,
+    /// A file of no name beside the packs.
+    entries: BufWriter<File>,
+    /// The bytes in `entries`.
+    len: u64,
     objects: Vec<(Oid, u32, u64)>,
 }
 
@@ -35,6 +40,16 @@ fn kind_code(kind: ObjectType) -> u8 {
 const OFS_DELTA: u8 = 6;
 
 impl PackFile {
+    /// A pack to be written into `pack_dir`, where its entries wait.
+    pub(crate) fn new(pack_dir: &Path) -> std::io::Result<PackFile> {
+        fs::create_dir_all(pack_dir)?;
+        // Unnamed once open; killed before that, `install` removes it.
+        let path = pack_dir.join(format!("{TMP_PREFIX}{}.entries", std::process::id()));
+        let file = File::options().read(true).write(true).create(true).truncate(true).open(&path)?;
+        fs::remove_file(&path)?;
+        Ok(PackFile { entries: BufWriter::new(file), len: 0, objects: Vec::new() })
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.objects.is_empty()
     }
@@ -51,19 +66,19 @@ impl PackFile {
 
     /// Adds `data` (an object, or a delta) as an entry of kind `code`.
     fn entry(&mut self, id: Oid, code: u8, base: Option<u64>, data: &[u8]) -> std::io::Result<u64> {
-        let start = self.entries.len();
-        let offset = 12 + start as u64;
+        let offset = 12 + self.len;
+        let mut head = Vec::new();
         // The kind and the size: four bits of it in the first byte, seven
         // in each one after.
         let mut len = data.len() as u64;
         let mut byte = (code << 4) | (len as u8 & 0x0F);
         len >>= 4;
         while len > 0 {
-            self.entries.push(byte | 0x80);
+            head.push(byte | 0x80);
             byte = len as u8 & 0x7F;
             len >>= 7;
         }
-        self.entries.push(byte);
+        head.push(byte);
         if let Some(base) = base {
             // How far back the base lies, most significant group first, each
             // group after the first one less (git's offset encoding).
@@ -75,22 +90,50 @@ impl PackFile {
                 groups.push(0x80 | (distance as u8 & 0x7F));
                 distance >>= 7;
             }
-            self.entries.extend(groups.iter().rev());
+            head.extend(groups.iter().rev());
         }
+        let mut out = Checked { inner: &mut self.entries, crc: crc32fast::Hasher::new(), len: 0 };
+        out.write_all(&head)?;
         // Trees are mostly ids, which do not compress: the fastest level
         // loses little.
-        let mut zlib = ZlibEncoder::new(std::mem::take(&mut self.entries), Compression::fast());
+        let mut zlib = ZlibEncoder::new(&mut out, Compression::fast());
         zlib.write_all(data)?;
-        self.entries = zlib.finish()?;
-        let crc = crc32fast::hash(&self.entries[start..]);
+        zlib.finish()?;
+        let (crc, len) = (out.crc.finalize(), out.len);
         self.objects.push((id, crc, offset));
+        self.len += len;
         Ok(offset)
     }
 
     /// Writes the pack and its index into `pack_dir`.
     pub(crate) fn finish(mut self, pack_dir: &Path) -> std::io::Result<()> {
-        let entries = std::mem::take(&mut self.entries);
-        install(pack_dir, &mut self.objects, |out| out.write_all(&entries))
+        let mut entries = self.entries.into_inner().map_err(|e| e.into_error())?;
+        entries.rewind()?;
+        let len = self.len;
+        install(pack_dir, &mut self.objects, |out| {
+            let copied = std::io::copy(&mut std::io::Read::take(&mut entries, len), out)?;
+            if copied == len { Ok(()) } else { Err(std::io::Error::other("the pack's entries ended early")) }
+        })
+    }
+}
+
+/// A writer that keeps the CRC-32 and the length of what passes through.
+struct Checked<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        self.crc.update(&bytes[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -101,7 +144,7 @@ impl PackFile {
 /// libgit2's indexer would rebuild every delta to check it, and keep the
 /// bases it rebuilt (about as much memory as the packs' trees whole).
 pub(crate) fn concatenate(pack_dir: &Path, stems: &[&Path]) -> std::io::Result<()> {
-    use std::io::{Read, Seek};
+    use std::io::Read;
     let mut objects = Vec::new();
     let mut sources = Vec::new();
     // Where the next pack's entries begin in the new pack.
@@ -306,7 +349,8 @@ mod tests {
     fn a_pack_of_whole_objects_and_deltas_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
-        let mut pack = PackFile::default();
+        let pack_dir = dir.path().join(".git/objects/pack");
+        let mut pack = PackFile::new(&pack_dir).unwrap();
         let mut expected = Vec::new();
         let mut tree = Vec::new();
         let mut at = None;
@@ -326,9 +370,7 @@ mod tests {
             expected.push((id, new.clone()));
             tree = new;
         }
-        let pack_dir = dir.path().join(".git/objects/pack");
         // A pack a killed process was writing.
-        fs::create_dir_all(&pack_dir).unwrap();
         fs::write(pack_dir.join(format!("{TMP_PREFIX}1.pack")), b"PACK, half written").unwrap();
         pack.finish(&pack_dir).unwrap();
         let names: Vec<String> = fs::read_dir(&pack_dir)

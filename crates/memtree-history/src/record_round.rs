@@ -66,7 +66,10 @@ impl RecordRound {
     pub(crate) fn open(root: &Path, commits: usize, kept: Option<Kept>) -> Result<RecordRound, HistoryError> {
         let repo = Repository::open(root).map_err(backend("open repository"))?;
         let start = head_commit(&repo)?.map(|commit| commit.id());
-        let pack = (commits >= PACKED).then(PackFile::default);
+        let pack = (commits >= PACKED)
+            .then(|| PackFile::new(&repo.path().join("objects/pack")))
+            .transpose()
+            .map_err(backend("start pack"))?;
         let trees = match kept {
             Some(kept) if kept.commit == start => kept.trees,
             _ => HashMap::new(),
