@@ -103,17 +103,16 @@ impl Memory {
     fn conflicting_memory(&self, tree: &Tree) -> Result<Vec<Finding>, MemoryError> {
         let today = self.settings.clock.today();
         let current = self.cache.lock().unwrap_or_else(|e| e.into_inner()).current(tree, &today);
-        let mut passages = Vec::new();
+        let mut statements = conflicts::Statements::default();
         for id in &current {
             let Some(text) = self.storage.read(id).ok().flatten() else { continue };
             let body = front_matter::split(&text).body;
-            passages.extend(sections::passages(body, sections::PASSAGE_WORDS).into_iter().map(|p| (id, p)));
+            for passage in sections::passages(body, sections::PASSAGE_WORDS) {
+                statements.add(id, passage.heading(), &passage.text);
+            }
         }
-        let statements: Vec<conflicts::Statement<'_>> = passages
-            .iter()
-            .map(|(id, p)| conflicts::Statement { id, heading: p.heading(), text: &p.text })
-            .collect();
-        Ok(conflicts::find(&statements)
+        Ok(statements
+            .conflicts()
             .into_iter()
             .map(|c| Finding::Conflict { a: c.a, b: c.b, only_a: c.only_a, only_b: c.only_b })
             .collect())
