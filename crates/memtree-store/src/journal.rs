@@ -18,12 +18,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _};
-use std::os::unix::fs::FileExt as _;
+use std::os::unix::fs::{FileExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
 use memtree_core::{DocId, StorageError};
 
-use crate::atomic_file::{io_error, sync_dir};
+use crate::atomic_file::{io_error, set_aside, sync_dir};
 
 /// What a journal record starts with.
 const MAGIC: [u8; 8] = *b"MTJRNL01";
@@ -76,33 +76,89 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Held, String> {
     }
 }
 
+/// What stands where the journal belongs.
+enum Found {
+    Nothing,
+    Journal(File),
+    /// Something memtree must not read or write through: a symbolic link
+    /// (it could point anywhere), a folder, a FIFO; for writing, also a
+    /// file of several names (written in place, each would change).
+    Other,
+}
+
+/// Opens the journal at `path` itself, for writing or reading: never
+/// through a symbolic link, never waiting on a FIFO.
+fn find(path: &Path, write: bool) -> Result<Found, StorageError> {
+    let opened = OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    match opened {
+        Ok(file) => {
+            let meta = file.metadata().map_err(io_error("stat", path))?;
+            let own = meta.is_file() && (!write || meta.nlink() == 1);
+            Ok(if own { Found::Journal(file) } else { Found::Other })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Found::Nothing),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EISDIR | libc::ENXIO)) => {
+            Ok(Found::Other)
+        }
+        Err(e) => Err(io_error("open", path)(e)),
+    }
+}
+
+fn put_aside(path: &Path) -> Result<(), StorageError> {
+    set_aside(path).map(drop).map_err(io_error("set aside", path))
+}
+
 /// Whether the journal at `path` may hold a change: something other than
 /// a done journal is there. Reads the first bytes only.
 pub(crate) fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
-    let mut file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(io_error("open", path)(e)),
+    let mut file = match find(path, false)? {
+        Found::Nothing => return Ok(false),
+        // For recovery to set aside.
+        Found::Other => return Ok(true),
+        Found::Journal(file) => file,
     };
     let mut start = [0u8; MAGIC.len()];
-    match file.read(&mut start) {
-        Ok(n) => Ok(start[..n].iter().any(|&b| b != 0)),
-        // A folder in its place: recovery sets it aside.
-        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => Ok(true),
-        Err(e) => Err(io_error("read", path)(e)),
+    let n = file.read(&mut start).map_err(io_error("read", path))?;
+    Ok(start[..n].iter().any(|&b| b != 0))
+}
+
+/// The bytes of the journal at `path`; `None` when there is none. What
+/// stands there and is no file of memtree's holds no change of its own:
+/// it is set aside.
+pub(crate) fn bytes(path: &Path) -> Result<Option<Vec<u8>>, StorageError> {
+    match find(path, false)? {
+        Found::Nothing => Ok(None),
+        Found::Other => put_aside(path).map(|()| None),
+        Found::Journal(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(io_error("read", path))?;
+            Ok(Some(bytes))
+        }
     }
 }
 
 /// Writes `bytes` (a [`frame`], or part of one to fake a crash) over the
-/// journal at `path`, durably: the commit point of a change.
+/// journal at `path`, durably: the commit point of a change. The caller
+/// recovered whatever change it held first.
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
-    let open = |new| OpenOptions::new().write(true).create_new(new).open(path);
-    let (file, created) = match open(true) {
-        Ok(file) => (file, true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            (open(false).map_err(io_error("open", path))?, false)
-        }
-        Err(e) => return Err(io_error("create", path)(e)),
+    let existing = match find(path, true)? {
+        Found::Journal(file) => Some(file),
+        Found::Nothing => None,
+        Found::Other => put_aside(path).map(|()| None)?,
+    };
+    let created = existing.is_none();
+    let file = match existing {
+        Some(file) => file,
+        None => OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(io_error("create", path))?,
     };
     file.write_all_at(bytes, 0).map_err(io_error("write", path))?;
     if created {
@@ -117,13 +173,14 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
 /// Marks the journal at `path` done, durably. Its blocks stay, for the
 /// next record to be written over.
 pub(crate) fn clear(path: &Path) -> Result<(), StorageError> {
-    let file = match OpenOptions::new().write(true).open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_error("open", path)(e)),
-    };
-    file.write_all_at(&[0; MAGIC.len()], 0).map_err(io_error("write", path))?;
-    file.sync_data().map_err(io_error("fsync", path))
+    match find(path, true)? {
+        Found::Nothing => Ok(()),
+        Found::Other => put_aside(path),
+        Found::Journal(file) => {
+            file.write_all_at(&[0; MAGIC.len()], 0).map_err(io_error("write", path))?;
+            file.sync_data().map_err(io_error("fsync", path))
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -238,6 +295,39 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         assert!(may_hold_change(&path).unwrap(), "a folder in its place is for recovery to set aside");
+    }
+
+    #[test]
+    fn nothing_is_read_or_written_through_what_is_no_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        let aside = dir.path().join("journal.json.damaged");
+        let outside = dir.path().join("outside");
+        // A symbolic link to a file of someone else's.
+        std::fs::write(&outside, "keep me").unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        assert!(may_hold_change(&path).unwrap());
+        write(&path, &frame(&journal())).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+        assert!(std::fs::symlink_metadata(&aside).unwrap().is_symlink(), "the link is set aside");
+        assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Change(journal())));
+        // A second name for the journal (a backup's hard link) is read
+        // through, but not written over.
+        std::fs::remove_file(&aside).unwrap();
+        std::fs::hard_link(&path, outside.with_extension("linked")).unwrap();
+        assert_eq!(bytes(&path).unwrap().map(|b| read(&b)), Some(Ok(Held::Change(journal()))));
+        clear(&path).unwrap();
+        assert_eq!(
+            read(&std::fs::read(outside.with_extension("linked")).unwrap()),
+            Ok(Held::Change(journal()))
+        );
+        assert!(!may_hold_change(&path).unwrap());
+        // A FIFO: nothing waits on it.
+        std::fs::remove_file(&aside).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        assert!(may_hold_change(&path).unwrap());
+        assert_eq!(bytes(&path).unwrap(), None);
+        assert!(!path.exists() && aside.exists(), "the FIFO is set aside");
     }
 
     #[test]

@@ -482,17 +482,7 @@ impl Storage for LocalStorage {
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
         self.clear_temp()?;
         self.names.clear();
-        let bytes = match fs::read(&self.journal) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            // memtree writes its journal as a file, whole: a folder in its
-            // place holds no change of ours.
-            Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
-                set_aside(&self.journal).map_err(io_error("set aside", &self.journal))?;
-                return Ok(None);
-            }
-            Err(e) => return Err(io_error("read", &self.journal)(e)),
-        };
+        let Some(bytes) = journal::bytes(&self.journal)? else { return Ok(None) };
         let held = journal::read(&bytes).map_err(|reason| StorageError::BadJournal {
             path: self.journal.display().to_string(),
             reason,
