@@ -92,15 +92,21 @@ impl PackFile {
             }
             head.extend(groups.iter().rev());
         }
-        let mut out = Checked { inner: &mut self.entries, crc: crc32fast::Hasher::new(), len: 0 };
+        let (mut crc, mut len) = (crc32fast::Hasher::new(), 0);
+        let mut out = Seen {
+            inner: &mut self.entries,
+            seen: |bytes: &[u8]| {
+                crc.update(bytes);
+                len += bytes.len() as u64;
+            },
+        };
         out.write_all(&head)?;
         // Trees are mostly ids, which do not compress: the fastest level
         // loses little.
         let mut zlib = ZlibEncoder::new(&mut out, Compression::fast());
         zlib.write_all(data)?;
         zlib.finish()?;
-        let (crc, len) = (out.crc.finalize(), out.len);
-        self.objects.push((id, crc, offset));
+        self.objects.push((id, crc.finalize(), offset));
         self.len += len;
         Ok(offset)
     }
@@ -114,26 +120,6 @@ impl PackFile {
             let copied = std::io::copy(&mut std::io::Read::take(&mut entries, len), out)?;
             if copied == len { Ok(()) } else { Err(std::io::Error::other("the pack's entries ended early")) }
         })
-    }
-}
-
-/// A writer that keeps the CRC-32 and the length of what passes through.
-struct Checked<W> {
-    inner: W,
-    crc: crc32fast::Hasher,
-    len: u64,
-}
-
-impl<W: Write> Write for Checked<W> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(bytes)?;
-        self.crc.update(&bytes[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
 
@@ -207,16 +193,16 @@ pub(crate) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u32, u64)>> {
         .collect()
 }
 
-/// A writer that keeps the SHA-1 of what passes through it.
-struct Hashing<W> {
+/// A writer that shows `seen` what passes through it (to a checksum).
+struct Seen<W, F> {
     inner: W,
-    sha: sha1_smol::Sha1,
+    seen: F,
 }
 
-impl<W: Write> Write for Hashing<W> {
+impl<W: Write, F: FnMut(&[u8])> Write for Seen<W, F> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(bytes)?;
-        self.sha.update(&bytes[..n]);
+        (self.seen)(&bytes[..n]);
         Ok(n)
     }
 
@@ -246,14 +232,15 @@ fn install(
     let tmp = |suffix: &str| pack_dir.join(format!("{TMP_PREFIX}{}.{suffix}", std::process::id()));
     let written = (|| {
         let file = File::create(tmp("pack"))?;
-        let mut out = Hashing { inner: std::io::BufWriter::new(file), sha: sha1_smol::Sha1::new() };
+        let mut sha = sha1_smol::Sha1::new();
+        let mut out = Seen { inner: std::io::BufWriter::new(file), seen: |bytes: &[u8]| sha.update(bytes) };
         out.write_all(b"PACK\0\0\0\x02")?;
         out.write_all(&(objects.len() as u32).to_be_bytes())?;
         entries(&mut out)?;
-        let digest = out.sha.digest();
+        let mut file = out.inner.into_inner().map_err(|e| e.into_error())?;
+        let digest = sha.digest();
         // The digest's text is its hex: the pack's name.
         let (name, digest) = (format!("pack-{digest}"), digest.bytes());
-        let mut file = out.inner.into_inner().map_err(|e| e.into_error())?;
         file.write_all(&digest)?;
         file.sync_all()?;
         objects.sort_unstable_by_key(|(id, ..)| *id);
