@@ -7,6 +7,7 @@
 
 mod background;
 mod dense;
+mod documents;
 #[cfg(feature = "embeddings")]
 mod embedding;
 mod instances;

@@ -1,8 +1,7 @@
 //! What a search reads of the index file to score passages itself: how
 //! many passages hold a term and where it occurs, through FTS5's
 //! `fts5vocab` tables over the full-text index, and each passage's length
-//! in terms; and the documents' parents, for the hits' paths. [`Reader`]
-//! keeps them between searches.
+//! in terms. [`Reader`] keeps them between searches.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -15,8 +14,8 @@ use crate::scoring::Corpus;
 /// The FTS5 columns in order, as `fts5vocab` names them.
 const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
 
-/// The terms' postings and document frequencies read so far, the
-/// passages' lengths and the documents' parents, kept between searches.
+/// The terms' postings and document frequencies read so far and the
+/// passages' lengths, kept between searches.
 /// This process's own writes are kept as [`Change`]s and applied to a
 /// term's postings when a search next asks for it, so that a write costs
 /// nothing here and a search only what its own words need; a write by
@@ -40,10 +39,6 @@ pub struct Reader {
     /// is change number `first`.
     pending: VecDeque<Change>,
     first: u64,
-    /// Each document's parent by the indexed links, as looked up for paths
-    /// since the index last changed (at `parents_at`).
-    parents: HashMap<String, Option<String>>,
-    parents_at: (i64, u64),
 }
 
 /// The most memory the postings [`Reader`] keeps take, 16 MiB: about 5.5
@@ -211,30 +206,6 @@ impl Reader {
         self.held += p.size();
         self.postings.insert(term.to_owned(), (p.clone(), next, self.reads));
         Ok(p)
-    }
-
-    /// Forgets the parents looked up if the index changed since.
-    pub fn check_parents(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        let at = counters(conn)?;
-        if at != self.parents_at {
-            self.parents_at = at;
-            self.parents.clear();
-        }
-        Ok(())
-    }
-
-    /// The parent of document `id` by the indexed links, if it has one, as
-    /// of the last [`Reader::check_parents`].
-    pub fn parent(&mut self, conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-        if let Some(parent) = self.parents.get(id) {
-            return Ok(parent.clone());
-        }
-        let parent: Option<String> = conn
-            .prepare_cached("SELECT parent FROM links WHERE child = ?1 LIMIT 1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?;
-        self.parents.insert(id.to_owned(), parent.clone());
-        Ok(parent)
     }
 
     /// The length of passage `rowid` in terms.

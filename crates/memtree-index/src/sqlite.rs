@@ -16,12 +16,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::links::parse_links;
 use memtree_core::{
-    DocId, DocumentSignals, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched,
-    QueryTerm, Queued, SearchIndex, SearchRequest, Signals, Stamp, Usage,
+    DocId, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, QueryTerm, Queued,
+    SearchIndex, SearchRequest, Signals, Stamp, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
+use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::postings::{Change, Reader, counters};
 use crate::scoring::{Tiers, best, rank};
@@ -63,6 +64,7 @@ pub struct SqliteIndex {
     conn: Mutex<Connection>,
     /// What searches read of the full-text index; locked while `conn` is.
     reader: Mutex<Reader>,
+    documents: Mutex<Documents>,
     /// The terms of the words written so far; locked while `conn` is.
     stems: Mutex<Stems>,
     /// The sentence encoder of dense retrieval, and its vectors in memory.
@@ -103,6 +105,7 @@ impl SqliteIndex {
         Ok(SqliteIndex {
             conn: Mutex::new(conn),
             reader: Mutex::default(),
+            documents: Mutex::default(),
             stems: Mutex::default(),
             path,
             dense: OnceLock::new(),
@@ -272,10 +275,6 @@ fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError
 
 fn scope_str(scope: Option<Scope>) -> Option<&'static str> {
     scope.map(Scope::as_str)
-}
-
-fn scope_from(s: Option<String>) -> Option<Scope> {
-    s.as_deref().and_then(Scope::parse)
 }
 
 /// Deletes every row of `ids` from the index tables, inside `tx`; their
@@ -488,8 +487,8 @@ impl SearchIndex for SqliteIndex {
 
     fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
         let conn = self.conn();
-        let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        reader.check_parents(&conn).and_then(|()| path_to(&conn, &mut reader, id)).map_err(self.err())
+        let mut documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+        documents.check(&conn).and_then(|()| path_to(&conn, &mut documents, id)).map_err(self.err())
     }
 
     fn parents(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
@@ -640,7 +639,9 @@ impl SearchIndex for SqliteIndex {
                 return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
             }
             let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
-            let matched = execute(&snapshot, plan.as_mut(), dense, request).map_err(&err)?;
+            let mut documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            documents.check(&snapshot).map_err(&err)?;
+            let matched = execute(&snapshot, &mut documents, plan.as_mut(), dense, request).map_err(&err)?;
             drop(vectors);
             snapshot.commit().map_err(&err)?;
             return Ok(matched);
@@ -976,6 +977,7 @@ const PHRASE_QUERY_WORDS: usize = 3;
 /// larger batch is taken.
 fn execute(
     conn: &Connection,
+    documents: &mut Documents,
     plan: Option<&mut Ranked>,
     dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
@@ -989,12 +991,12 @@ fn execute(
         Some((plan, ranked)) => (Some(&*plan), ranked),
         None => (None, &mut none),
     };
-    let mut details = conn.prepare_cached(
-        "SELECT p.doc, p.heading_path, p.text, p.line, d.len, d.mtime, d.tag, d.scope, d.priority,
-                d.confidence, d.status, d.expires, u.count, p.after
-         FROM passages p JOIN docs d ON d.id = p.doc LEFT JOIN usage u ON u.id = p.doc
-         WHERE p.rowid = ?1",
-    )?;
+    let mut details =
+        conn.prepare_cached("SELECT doc, heading_path, text, line, after FROM passages WHERE rowid = ?1")?;
+    let mut matched = |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<Match>> {
+        let Some(passage) = details.query_row([rowid], passage).optional()? else { return Ok(None) };
+        Ok(documents.row(conn, &passage.doc)?.and_then(|document| passage.matched(document, score, signals)))
+    };
     let mut batch = (request.limit * 6).max(60);
     loop {
         let matching = ranked.len();
@@ -1015,8 +1017,7 @@ fn execute(
             nearest.iter().flat_map(|(n, _)| n.iter().map(|&(passage, _, ord)| (passage, ord))).collect();
         let mut matches = Vec::new();
         for &(rowid, score, signals) in &candidates {
-            let found = details.query_row([rowid], |r| matched(r, score, signals)).optional()?;
-            if let Some(mut found) = found.flatten().filter(|found| wanted(found)) {
+            if let Some(mut found) = matched(rowid, score, signals)?.filter(|found| wanted(found)) {
                 if !signals.bm25 {
                     found.hit.focus = nearest_chunk
                         .get(&rowid)
@@ -1038,8 +1039,7 @@ fn execute(
                     .collect::<Result<_, _>>()?;
                 let mut found = Vec::new();
                 for rowid in rowids {
-                    let one = details.query_row([rowid], |r| matched(r, 0.0, Signals::BM25)).optional()?;
-                    found.extend(one.flatten().filter(|found| wanted(found)));
+                    found.extend(matched(rowid, 0.0, Signals::BM25)?.filter(|found| wanted(found)));
                 }
                 Ok(found)
             })?;
@@ -1139,43 +1139,52 @@ fn searched_text(conn: &Connection, passage: i64) -> rusqlite::Result<String> {
     .query_row([passage], |r| r.get(0))
 }
 
-/// A match from a row of the details query (none for a row whose id is not
-/// one), with its score (BM25, or fused) and the rankings that found it.
-fn matched(r: &rusqlite::Row<'_>, score: f64, signals: Signals) -> rusqlite::Result<Option<Match>> {
-    let Ok(id) = DocId::parse(&r.get::<_, String>(0)?) else { return Ok(None) };
-    let heading_path: Vec<String> = serde_json::from_str(&r.get::<_, String>(1)?).unwrap_or_default();
-    let text: String = r.get(2)?;
-    let confidence: Option<String> = r.get(9)?;
-    let status: Option<String> = r.get(10)?;
-    Ok(Some(Match {
-        hit: Hit {
-            heading: heading_path.last().cloned().unwrap_or_default(),
-            heading_path,
-            score,
-            path: Vec::new(),
-            excerpt: String::new(),
-            text,
-            after: r.get(13)?,
-            focus: None,
-            line: r.get::<_, i64>(3)? as usize,
-            scope: scope_from(r.get(7)?),
-            stamp: Stamp {
-                len: r.get::<_, i64>(4)? as u64,
-                modified_ns: r.get::<_, i64>(5)? as u64,
-                tag: r.get::<_, i64>(6)? as u64,
+/// A passage's row, as the details query reads it.
+struct Passage {
+    doc: String,
+    heading_path: String,
+    text: String,
+    line: i64,
+    after: String,
+}
+
+fn passage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Passage> {
+    Ok(Passage {
+        doc: r.get(0)?,
+        heading_path: r.get(1)?,
+        text: r.get(2)?,
+        line: r.get(3)?,
+        after: r.get(4)?,
+    })
+}
+
+impl Passage {
+    /// The passage as a match of `document`, with its score (BM25, or
+    /// fused) and the rankings that found it; none if its document's id is
+    /// not one.
+    fn matched(self, document: &Document, score: f64, signals: Signals) -> Option<Match> {
+        let id = DocId::parse(&self.doc).ok()?;
+        let heading_path: Vec<String> = serde_json::from_str(&self.heading_path).unwrap_or_default();
+        Some(Match {
+            hit: Hit {
+                heading: heading_path.last().cloned().unwrap_or_default(),
+                heading_path,
+                score,
+                path: Vec::new(),
+                excerpt: String::new(),
+                text: self.text,
+                after: self.after,
+                focus: None,
+                line: self.line as usize,
+                scope: document.scope,
+                stamp: document.stamp,
+                shared: false,
+                signals,
+                id,
             },
-            shared: false,
-            signals,
-            id,
-        },
-        document: DocumentSignals {
-            priority: r.get(8)?,
-            tentative: confidence.as_deref() == Some("tentative"),
-            deprecated: status.as_deref() == Some("deprecated"),
-            expires: r.get(11)?,
-            uses: r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u64,
-        },
-    }))
+            document: document.signals.clone(),
+        })
+    }
 }
 
 /// Words of the store one edit from `term` (two for words of eight
@@ -1233,12 +1242,12 @@ fn shortened_form(conn: &Connection, letters: &[char]) -> rusqlite::Result<Optio
 }
 
 /// Ids from root down to the parent of `id`, following the indexed links
-/// (the reader keeps the parents looked up: hits share their ancestors).
-fn path_to(conn: &Connection, reader: &mut Reader, id: &DocId) -> rusqlite::Result<Vec<DocId>> {
+/// (`documents` keeps the parents looked up: hits share their ancestors).
+fn path_to(conn: &Connection, documents: &mut Documents, id: &DocId) -> rusqlite::Result<Vec<DocId>> {
     let mut path = Vec::new();
     let mut seen = HashSet::from([id.as_str().to_owned()]);
     let mut current = id.as_str().to_owned();
-    while let Some(parent) = reader.parent(conn, &current)? {
+    while let Some(parent) = documents.parent(conn, &current)? {
         if !seen.insert(parent.clone()) {
             break;
         }
