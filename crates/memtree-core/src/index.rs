@@ -318,6 +318,9 @@ pub trait SearchIndex: Send + Sync {
     /// Compacts the full-text index (merges its segments and drops deleted
     /// rows), after bulk changes.
     fn optimize(&self) -> Result<(), IndexError>;
+    /// Reads ahead what searches cost most to read the first time (a
+    /// server's start is idle time); returns how many words it read.
+    fn read_ahead(&self) -> Result<usize, IndexError>;
     /// Forgets every document (usage is kept).
     fn clear(&self) -> Result<(), IndexError>;
     /// How far dense retrieval's embedding has got; `None` without it.

@@ -188,6 +188,18 @@ impl Reader {
         Ok(df as usize)
     }
 
+    /// Reads `term`'s postings ahead of the searches that will ask for
+    /// them, unless the postings held have reached half their bound (the
+    /// rest is for what searches read); `false` once they have.
+    pub fn read_ahead(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<bool> {
+        self.refresh(conn)?;
+        if self.held >= HELD_BYTES / 2 {
+            return Ok(false);
+        }
+        self.postings(conn, term)?;
+        Ok(true)
+    }
+
     /// Every instance of `term`.
     pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
         let next = self.next();

@@ -718,6 +718,39 @@ impl SearchIndex for SqliteIndex {
         })
     }
 
+    /// The postings of the words in the most documents, most first, down
+    /// to words in one passage of [`READ_AHEAD_SHARE`]: a word in 80 % of
+    /// 10,000 documents' passages takes 9 ms to read, against 0.1 ms for
+    /// one in 1 %. Each word is read under the connection's lock on its
+    /// own, so a request waits at most for one.
+    fn read_ahead(&self) -> Result<usize, IndexError> {
+        let err = self.err();
+        let words: Vec<String> = {
+            let conn = self.conn();
+            let (docs,): (i64,) =
+                conn.query_row("SELECT count(*) FROM docs", [], |r| Ok((r.get(0)?,))).map_err(&err)?;
+            let mut stmt = conn
+                .prepare("SELECT word FROM spellings WHERE docs >= ?1 ORDER BY docs DESC")
+                .map_err(&err)?;
+            let words = stmt.query_map([(docs / READ_AHEAD_SHARE).max(2)], |r| r.get(0)).map_err(&err)?;
+            words.collect::<Result<_, _>>().map_err(&err)?
+        };
+        let mut read = HashSet::new();
+        for word in words {
+            let term = term(&word);
+            if read.contains(&term) {
+                continue;
+            }
+            let conn = self.conn();
+            let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+            if !reader.read_ahead(&conn, &term).map_err(&err)? {
+                break;
+            }
+            read.insert(term);
+        }
+        Ok(read.len())
+    }
+
     fn optimize(&self) -> Result<(), IndexError> {
         // Merges FTS5's segments: the postings stay the same.
         self.write(|tx| {
@@ -961,6 +994,10 @@ fn plan_from(
     };
     Ok(Some(QueryPlan { rare, frequent, useless, terms: weighted, words, pairs }))
 }
+
+/// [`SearchIndex::read_ahead`] reads the words in at least one document
+/// of this many.
+const READ_AHEAD_SHARE: i64 = 100;
 
 /// Queries of at most this many words are lifted by their phrases: in a
 /// short query, words side by side are a name or a term (`release train`,

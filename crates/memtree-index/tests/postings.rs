@@ -56,6 +56,10 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     let fresh = || results(&SqliteIndex::open(&path).unwrap());
     assert_eq!(results(&this), fresh());
     assert!(results(&this).iter().all(|hits| !hits.is_empty()), "every query finds something");
+    // A server reads the common words ahead; what it holds then follows
+    // the writes below as what searches read does.
+    assert!(this.read_ahead().unwrap() >= 5, "team, staging, postgres, release, train");
+    assert_eq!(results(&this), fresh());
 
     // This process adds a document, then rewrites, adds and removes: the
     // postings and counts it holds follow.

@@ -176,6 +176,12 @@ impl Memory {
         }
     }
 
+    /// Reads ahead what the first searches would otherwise wait for (see
+    /// [`SearchIndex::read_ahead`]); a server does it once it has started.
+    pub fn read_ahead(&self) -> Result<usize, MemoryError> {
+        Ok(self.settled_index()?.read_ahead()?)
+    }
+
     /// The index, once every write of this process is in it.
     pub(super) fn settled_index(&self) -> Result<&Arc<dyn SearchIndex>, MemoryError> {
         self.settle_index();

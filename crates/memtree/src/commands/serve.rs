@@ -139,6 +139,10 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
             if let Err(error) = memory.flush_history(None) {
                 tracing::error!(%error, "bringing history up to date failed");
             }
+            match memory.read_ahead() {
+                Ok(words) => tracing::info!(words, "search index read ahead"),
+                Err(error) => tracing::warn!(%error, "cannot read the search index ahead"),
+            }
         }
     });
     // Seed 002's surface scans sessions: its profile turns the layer on.
