@@ -6,7 +6,9 @@
 //! counts and the positions for phrases together, and a search scores a
 //! term's thousands of passages in microseconds.
 
-use crate::instances::{Cursor, Instance, Postings};
+use std::sync::Arc;
+
+use crate::instances::{Instance, Postings};
 
 /// How much a term weighs where it occurs: id, title, headings, summary
 /// and tags, body, CJK bigrams. Where a word appears says how much a
@@ -66,7 +68,7 @@ pub struct Tiers<'a> {
     pub rare: Vec<&'a Postings>,
     pub frequent: Vec<&'a Postings>,
     pub useless: Vec<&'a Postings>,
-    pub pairs: Vec<(&'a Postings, &'a Postings)>,
+    pub pairs: Vec<(Arc<Postings>, Arc<Postings>)>,
 }
 
 /// How much more a passage weighs that holds two of the query's
@@ -77,18 +79,17 @@ pub const PHRASE_LIFT: f64 = 0.25;
 /// or other words may come between them).
 const PHRASE_SPAN: u32 = 3;
 
-/// The passages a query matches with their BM25 scores, in passage order
-/// ([`best`] puts the best first). Candidates are the passages holding a
-/// rare term; a frequent term adds its weight to them and, where one is
-/// held, the rare terms count twice, as they do in FTS5's ranking of `rare
-/// OR (rare AND frequent)`: with rare words in the query, a frequent one
-/// only tells their passages apart. Without a rare term the frequent ones
-/// match alone, and without those the useless ones. A passage holding a
-/// pair of the query's neighbouring words together weighs [`PHRASE_LIFT`]
-/// more.
-pub fn rank(tiers: &Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
+/// The passages a query matches with their BM25 scores ([`Scores::best`]
+/// puts the best first). Candidates are the passages holding a rare term;
+/// a frequent term adds its weight to them and, where one is held, the
+/// rare terms count twice, as they do in FTS5's ranking of `rare OR (rare
+/// AND frequent)`: with rare words in the query, a frequent one only tells
+/// their passages apart. Without a rare term the frequent ones match
+/// alone, and without those the useless ones. A passage holding a pair of
+/// the query's neighbouring words together weighs [`PHRASE_LIFT`] more.
+pub fn rank(tiers: Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> Scores {
     let leading = [&tiers.rare, &tiers.frequent, &tiers.useless].into_iter().find(|t| !t.is_empty());
-    let Some(leading) = leading else { return Vec::new() };
+    let Some(leading) = leading else { return Scores { scores: Vec::new(), pairs: Vec::new() } };
     let mut scores = sum(leading.iter().map(|p| corpus.weights(p, &length)));
     // The frequent terms' weights in the candidates: each candidate is
     // looked up in their postings, which are many times longer.
@@ -109,25 +110,68 @@ pub fn rank(tiers: &Tiers<'_>, corpus: Corpus, length: impl Fn(i64) -> u32) -> V
             }
         }
     }
-    let mut pairs: Vec<(Cursor<'_>, Cursor<'_>)> =
-        tiers.pairs.iter().map(|(a, b)| (a.cursor(), b.cursor())).collect();
-    for (rowid, score) in scores.iter_mut() {
-        let mut together = false;
-        for (a, b) in pairs.iter_mut() {
-            // Every cursor moves to the passage, to stay in order.
-            together |= side_by_side(a.seek(*rowid), b.seek(*rowid));
-        }
-        if together {
-            *score *= 1.0 + PHRASE_LIFT;
-        }
-    }
-    scores
+    Scores { scores, pairs: tiers.pairs }
 }
 
-/// Puts the `k` best of `scores` first, best first (ties in passage
-/// order), and returns them; the rest stay unsorted.
-pub fn best(scores: &mut [(i64, f64)], k: usize) -> &[(i64, f64)] {
-    let order = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+/// The passages a query matches with their scores before the phrase lift,
+/// and the pairs of postings that lift them.
+pub struct Scores {
+    scores: Vec<(i64, f64)>,
+    pairs: Vec<(Arc<Postings>, Arc<Postings>)>,
+}
+
+/// Best first, ties in passage order.
+fn order(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+impl Scores {
+    /// How many passages match.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// The `k` best passages with their scores, best first. The phrase
+    /// lift is looked for only in the passages it could bring into them:
+    /// those the lift would take to the `k`th best score before it. The
+    /// `k` best before the lift are among them and keep at least that
+    /// score, so no other passage could pass them. Looking in every
+    /// matching passage took half of a search's ranking.
+    pub fn best(&mut self, k: usize) -> Vec<(i64, f64)> {
+        let k = k.min(self.scores.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut chosen = if self.pairs.is_empty() {
+            top(&mut self.scores, k).to_vec()
+        } else {
+            let threshold = top(&mut self.scores, k)[k - 1].1;
+            let lift = 1.0 + PHRASE_LIFT;
+            let mut reach: Vec<(i64, f64)> =
+                self.scores.iter().filter(|(_, score)| score * lift >= threshold).copied().collect();
+            reach.sort_unstable_by_key(|(rowid, _)| *rowid);
+            let mut cursors: Vec<_> = self.pairs.iter().map(|(a, b)| (a.cursor(), b.cursor())).collect();
+            for (rowid, score) in reach.iter_mut() {
+                let mut together = false;
+                for (a, b) in cursors.iter_mut() {
+                    // Every cursor moves to the passage, to stay in order.
+                    together |= side_by_side(a.seek(*rowid), b.seek(*rowid));
+                }
+                if together {
+                    *score *= lift;
+                }
+            }
+            reach
+        };
+        top(&mut chosen, k);
+        chosen.truncate(k);
+        chosen
+    }
+}
+
+/// Puts the `k` best of `scores` first, best first, and returns them; the
+/// rest stay unsorted.
+fn top(scores: &mut [(i64, f64)], k: usize) -> &[(i64, f64)] {
     let k = k.min(scores.len());
     if k < scores.len() {
         scores.select_nth_unstable_by(k, order);
@@ -201,26 +245,25 @@ mod tests {
     const CORPUS: Corpus = Corpus { passages: 100.0, mean_length: 10.0 };
 
     /// `rank`'s passages, best first, with their scores.
-    fn scored(tiers: &Tiers<'_>, length: impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
-        let mut scores = rank(tiers, CORPUS, length);
-        best(&mut scores, usize::MAX).to_vec()
+    fn scored(tiers: Tiers<'_>, length: impl Fn(i64) -> u32) -> Vec<(i64, f64)> {
+        rank(tiers, CORPUS, length).best(usize::MAX)
     }
 
-    fn ranked(tiers: &Tiers<'_>) -> Vec<i64> {
+    fn ranked(tiers: Tiers<'_>) -> Vec<i64> {
         scored(tiers, |_| 10).into_iter().map(|(rowid, _)| rowid).collect()
     }
 
     #[test]
     fn bm25_weighs_rare_terms_columns_and_counts() {
         let rare = postings(&[(1, 4, 0), (2, 4, 0), (2, 4, 5), (3, 1, 0)]);
-        let tiers = Tiers { rare: vec![&rare], frequent: vec![], useless: vec![], pairs: vec![] };
-        let scores = scored(&tiers, |_| 10);
+        let tiers = || Tiers { rare: vec![&rare], frequent: vec![], useless: vec![], pairs: vec![] };
+        let scores = scored(tiers(), |_| 10);
         // The title (weight 3) beats two body instances, which beat one.
         assert_eq!(scores.iter().map(|s| s.0).collect::<Vec<_>>(), [3, 2, 1]);
         let idf = ((100.0f64 - 3.0 + 0.5) / 3.5).ln();
         assert!((scores[2].1 - idf).abs() < 1e-9, "one instance at mean length weighs the idf: {scores:?}");
         // A longer passage weighs less.
-        let scores = scored(&tiers, |rowid| if rowid == 1 { 5 } else { 40 });
+        let scores = scored(tiers(), |rowid| if rowid == 1 { 5 } else { 40 });
         assert!(scores.iter().find(|s| s.0 == 1).unwrap().1 > idf);
     }
 
@@ -229,24 +272,52 @@ mod tests {
         let rare = postings(&[(1, 4, 0), (2, 4, 0)]);
         let frequent = postings(&[(2, 4, 3), (5, 4, 0), (6, 4, 0)]);
         let tiers = Tiers { rare: vec![&rare], frequent: vec![&frequent], useless: vec![], pairs: vec![] };
-        assert_eq!(ranked(&tiers), [2, 1], "passages without the rare term do not match");
+        assert_eq!(ranked(tiers), [2, 1], "passages without the rare term do not match");
         let alone = Tiers { rare: vec![], frequent: vec![&frequent], useless: vec![], pairs: vec![] };
-        assert_eq!(ranked(&alone), [2, 5, 6], "without a rare term, frequent ones match");
+        assert_eq!(ranked(alone), [2, 5, 6], "without a rare term, frequent ones match");
         let none = Tiers { rare: vec![], frequent: vec![], useless: vec![], pairs: vec![] };
-        assert!(ranked(&none).is_empty());
+        assert!(ranked(none).is_empty());
     }
 
     #[test]
     fn words_side_by_side_lift_their_passage() {
-        let release = postings(&[(1, 4, 0), (2, 4, 7), (3, 2, 1)]);
-        let train = postings(&[(1, 4, 9), (2, 4, 8), (3, 4, 2)]);
-        let tiers = Tiers { rare: vec![&release, &train], frequent: vec![], useless: vec![], pairs: vec![] };
-        let plain = scored(&tiers, |_| 10);
-        let tiers = Tiers { pairs: vec![(&release, &train)], ..tiers };
-        let lifted = scored(&tiers, |_| 10);
+        let release = Arc::new(postings(&[(1, 4, 0), (2, 4, 7), (3, 2, 1)]));
+        let train = Arc::new(postings(&[(1, 4, 9), (2, 4, 8), (3, 4, 2)]));
+        let tiers =
+            |pairs| Tiers { rare: vec![&*release, &*train], frequent: vec![], useless: vec![], pairs };
+        let plain = scored(tiers(vec![]), |_| 10);
+        let lifted = scored(tiers(vec![(release.clone(), train.clone())]), |_| 10);
         let score = |scores: &[(i64, f64)], rowid| scores.iter().find(|s| s.0 == rowid).unwrap().1;
         assert!((score(&lifted, 2) - score(&plain, 2) * (1.0 + PHRASE_LIFT)).abs() < 1e-9);
         assert_eq!(score(&lifted, 1), score(&plain, 1), "nine positions apart");
         assert_eq!(score(&lifted, 3), score(&plain, 3), "in different columns");
+    }
+
+    #[test]
+    fn the_best_few_are_the_first_of_all_passages_lifted() {
+        // Two words in 300 passages, side by side in every third, at
+        // lengths that spread the scores.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for rowid in 1..=300u32 {
+            a.push((rowid, 4, 0));
+            if rowid % 2 == 0 {
+                a.push((rowid, 4, 20));
+            }
+            b.push((rowid, 4, if rowid % 3 == 0 { 1 } else { 9 }));
+        }
+        let (a, b) = (Arc::new(postings(&a)), Arc::new(postings(&b)));
+        let length = |rowid: i64| 5 + (rowid * 7 % 40) as u32;
+        let tiers = || Tiers {
+            rare: vec![&*a, &*b],
+            frequent: vec![],
+            useless: vec![],
+            pairs: vec![(a.clone(), b.clone())],
+        };
+        let all = rank(tiers(), CORPUS, length).best(usize::MAX);
+        assert_eq!(all.len(), 300);
+        let mut scores = rank(tiers(), CORPUS, length);
+        for k in [1, 2, 7, 60, 150, 299] {
+            assert_eq!(scores.best(k), all[..k], "the {k} best");
+        }
     }
 }

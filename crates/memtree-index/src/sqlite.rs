@@ -25,7 +25,7 @@ use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, 
 use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::postings::{Change, Reader, counters};
-use crate::scoring::{Tiers, best, rank};
+use crate::scoring::{Scores, Tiers, rank};
 use crate::terms::{Stems, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
@@ -604,7 +604,7 @@ impl SearchIndex for SqliteIndex {
             let weight = match (&mut plan, self.dense.get()) {
                 (_, None) => 0.0,
                 (Some((plan, ranked)), Some(_)) => {
-                    dense_weight(best_coverage(&snapshot, plan, best(ranked, 1)).map_err(&err)?)
+                    dense_weight(best_coverage(&snapshot, plan, &ranked.best(1)).map_err(&err)?)
                 }
                 (None, Some(_)) => dense_weight(0.0),
             };
@@ -878,7 +878,7 @@ struct QueryPlan {
 
 /// A query's plan and the passages it matches with their BM25 scores (in
 /// no order: [`best`] sorts as many as needed).
-type Ranked = (QueryPlan, Vec<(i64, f64)>);
+type Ranked = (QueryPlan, Scores);
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
 fn idf(df: i64, passages: i64) -> f64 {
@@ -928,9 +928,9 @@ fn rank_query(conn: &Connection, reader: &mut Reader, query: &str) -> rusqlite::
         rare: rare.iter().map(|p| &**p).collect(),
         frequent: frequent.iter().map(|p| &**p).collect(),
         useless: useless.iter().map(|p| &**p).collect(),
-        pairs: pairs.iter().map(|(a, b)| (&**a, &**b)).collect(),
+        pairs,
     };
-    Ok(Some((plan, rank(&tiers, corpus, |rowid| reader.length(rowid)))))
+    Ok(Some((plan, rank(tiers, corpus, |rowid| reader.length(rowid)))))
 }
 
 /// [`rank_query`]'s plan, given the number of passages, each word's
@@ -1023,10 +1023,9 @@ fn execute(
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
     };
-    let mut none = Vec::new();
-    let (plan, ranked) = match plan {
-        Some((plan, ranked)) => (Some(&*plan), ranked),
-        None => (None, &mut none),
+    let (plan, mut ranked) = match plan {
+        Some((plan, ranked)) => (Some(&*plan), Some(ranked)),
+        None => (None, None),
     };
     let mut details =
         conn.prepare_cached("SELECT doc, heading_path, text, line, after FROM passages WHERE rowid = ?1")?;
@@ -1036,12 +1035,12 @@ fn execute(
     };
     let mut batch = (request.limit * 6).max(60);
     loop {
-        let matching = ranked.len();
-        let bm25 = best(ranked, batch);
+        let matching = ranked.as_ref().map_or(0, |r| r.len());
+        let bm25 = ranked.as_mut().map(|r| r.best(batch)).unwrap_or_default();
         let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
         let complete = matching <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
         let candidates = match &nearest {
-            Some((nearest, weight)) => fuse(bm25, nearest, *weight),
+            Some((nearest, weight)) => fuse(&bm25, nearest, *weight),
             None => bm25.iter().map(|&(rowid, score)| (rowid, score, Signals::BM25)).collect(),
         };
         let wanted = |found: &Match| {
