@@ -3,8 +3,11 @@
 //! `cargo run --release -p memtree-index --example search_speed -- INDEX QUERIES.json`
 //! where INDEX is a store's `.memtree/index.sqlite` and QUERIES.json a JSON
 //! list of query strings (memtree-bench's raw results hold the ones it
-//! timed). Each query runs five times; the medians' p50, p90 and maximum
-//! are printed, with the slowest queries.
+//! timed). Each query runs five times (`ROUNDS=1` once, as the bench runs
+//! it: the postings and documents it reads are then new to the index's
+//! caches); the medians' p50, p90 and maximum are printed, with the
+//! slowest queries. `READ_AHEAD=1` reads the index ahead first, as a
+//! server does once it has started.
 
 use std::time::Instant;
 
@@ -18,10 +21,15 @@ fn main() {
         std::process::exit(2);
     };
     let index = SqliteIndex::open(index).expect("open the index");
+    if std::env::var_os("READ_AHEAD").is_some() {
+        let started = Instant::now();
+        let words = index.read_ahead().expect("read ahead");
+        eprintln!("read {words} words ahead in {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
     let queries: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(queries).expect("read the queries"))
             .expect("the queries are a JSON list of strings");
-    let rounds = 5;
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
     let mut per_query = vec![Vec::new(); queries.len()];
     for _ in 0..rounds {
         for (i, q) in queries.iter().enumerate() {
