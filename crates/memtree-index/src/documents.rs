@@ -14,9 +14,9 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::postings::counters;
 
-/// Past this many documents looked up, the ones held are forgotten (a
-/// few MiB): a session that searches a whole large store keeps no more.
-const HELD: usize = 50_000;
+/// Past this many documents looked up, the ones held are forgotten (about
+/// 3 MiB): a session that searches a whole large store keeps no more.
+const HELD: usize = 20_000;
 
 /// Documents looked up since the index last changed.
 #[derive(Default)]

@@ -19,7 +19,7 @@ const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"
 /// This process's own writes are kept as [`Change`]s and applied to a
 /// term's postings when a search next asks for it, so that a write costs
 /// nothing here and a search only what its own words need; a write by
-/// another process drops everything, and past [`HELD_INSTANCES`] the
+/// another process drops everything, and past [`HELD_BYTES`] the
 /// postings read longest ago go.
 #[derive(Default)]
 pub struct Reader {
