@@ -7,7 +7,7 @@
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flate2::Compression;
 use flate2::write::ZlibEncoder;
@@ -214,6 +214,14 @@ impl<W: Write, F: FnMut(&[u8])> Write for Seen<W, F> {
 /// The start of the temporary names packs are written under.
 const TMP_PREFIX: &str = "tmp_memtree_";
 
+/// The temporary name of process `pid`'s pack file of kind `suffix`
+/// (`pack`, `idx`). Not `<name>.idx`: git takes any such file beside a
+/// `<name>.pack` for a pack, and a writer killed after writing both but
+/// before naming them would leave one, which the next writer deletes.
+fn temporary(pack_dir: &Path, pid: u32, suffix: &str) -> PathBuf {
+    pack_dir.join(format!("{TMP_PREFIX}{pid}-{suffix}"))
+}
+
 /// Writes a pack of `objects` (ids, entry checksums and offsets), whose
 /// entries `entries` writes, and its index into `pack_dir`: each fsync'd
 /// under a temporary name, then moved into place, the pack first, as git
@@ -229,7 +237,7 @@ fn install(
             let _ = fs::remove_file(entry.path());
         }
     }
-    let tmp = |suffix: &str| pack_dir.join(format!("{TMP_PREFIX}{}.{suffix}", std::process::id()));
+    let tmp = |suffix: &str| temporary(pack_dir, std::process::id(), suffix);
     let written = (|| {
         let file = File::create(tmp("pack"))?;
         let mut sha = sha1_smol::Sha1::new();
@@ -358,7 +366,7 @@ mod tests {
             tree = new;
         }
         // A pack a killed process was writing.
-        fs::write(pack_dir.join(format!("{TMP_PREFIX}1.pack")), b"PACK, half written").unwrap();
+        fs::write(temporary(&pack_dir, 1, "pack"), b"PACK, half written").unwrap();
         pack.finish(&pack_dir).unwrap();
         let names: Vec<String> = fs::read_dir(&pack_dir)
             .unwrap()
@@ -379,5 +387,27 @@ mod tests {
         if let Ok(verify) = std::process::Command::new("git").arg("verify-pack").arg(&index).output() {
             assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
         }
+    }
+
+    /// A pack whose files a writer killed before it named them left whole
+    /// (both written and synced) is no pack to git. If it were, a round
+    /// would leave out of its own pack the objects git finds there, and
+    /// the next pack written would clear the leftover away with them.
+    #[test]
+    fn a_killed_writers_unnamed_pack_is_no_pack_to_git() {
+        let dir = tempfile::tempdir().unwrap();
+        Repository::init(dir.path()).unwrap();
+        let pack_dir = dir.path().join(".git/objects/pack");
+        let id = Oid::hash_object(ObjectType::Blob, b"a fact\n").unwrap();
+        let mut pack = PackFile::new(&pack_dir).unwrap();
+        pack.add(id, ObjectType::Blob, b"a fact\n").unwrap();
+        pack.finish(&pack_dir).unwrap();
+        for entry in fs::read_dir(&pack_dir).unwrap().flatten() {
+            let path = entry.path();
+            let suffix = path.extension().unwrap().to_string_lossy().into_owned();
+            fs::rename(&path, temporary(&pack_dir, 1, &suffix)).unwrap();
+        }
+        let repo = Repository::open(dir.path()).unwrap();
+        assert!(!repo.odb().unwrap().exists(id), "git reads a temporary pack");
     }
 }
