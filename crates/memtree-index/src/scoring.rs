@@ -142,30 +142,28 @@ impl Scores {
         if k == 0 {
             return Vec::new();
         }
-        let mut chosen = if self.pairs.is_empty() {
-            top(&mut self.scores, k).to_vec()
-        } else {
-            let threshold = top(&mut self.scores, k)[k - 1].1;
-            let lift = 1.0 + PHRASE_LIFT;
-            let mut reach: Vec<(i64, f64)> =
-                self.scores.iter().filter(|(_, score)| score * lift >= threshold).copied().collect();
-            reach.sort_unstable_by_key(|(rowid, _)| *rowid);
-            let mut cursors: Vec<_> = self.pairs.iter().map(|(a, b)| (a.cursor(), b.cursor())).collect();
-            for (rowid, score) in reach.iter_mut() {
-                let mut together = false;
-                for (a, b) in cursors.iter_mut() {
-                    // Every cursor moves to the passage, to stay in order.
-                    together |= side_by_side(a.seek(*rowid), b.seek(*rowid));
-                }
-                if together {
-                    *score *= lift;
-                }
+        if self.pairs.is_empty() {
+            return top(&mut self.scores, k).to_vec();
+        }
+        let threshold = top(&mut self.scores, k)[k - 1].1;
+        let lift = 1.0 + PHRASE_LIFT;
+        let mut reach: Vec<(i64, f64)> =
+            self.scores.iter().filter(|(_, score)| score * lift >= threshold).copied().collect();
+        reach.sort_unstable_by_key(|(rowid, _)| *rowid);
+        let mut cursors: Vec<_> = self.pairs.iter().map(|(a, b)| (a.cursor(), b.cursor())).collect();
+        for (rowid, score) in reach.iter_mut() {
+            let mut together = false;
+            for (a, b) in cursors.iter_mut() {
+                // Every cursor moves to the passage, to stay in order.
+                together |= side_by_side(a.seek(*rowid), b.seek(*rowid));
             }
-            reach
-        };
-        top(&mut chosen, k);
-        chosen.truncate(k);
-        chosen
+            if together {
+                *score *= lift;
+            }
+        }
+        top(&mut reach, k);
+        reach.truncate(k);
+        reach
     }
 }
 
