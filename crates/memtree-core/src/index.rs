@@ -315,8 +315,8 @@ pub trait SearchIndex: Send + Sync {
     /// Every used document, most used first.
     fn usage(&self) -> Result<Vec<Usage>, IndexError>;
     fn stats(&self) -> Result<IndexStats, IndexError>;
-    /// Compacts the full-text index (merges its segments and drops deleted
-    /// rows), after bulk changes.
+    /// Compacts the full-text index (moves its recent writes in with the
+    /// rest and drops deleted passages), after bulk changes.
     fn optimize(&self) -> Result<(), IndexError>;
     /// Reads ahead what searches cost most to read the first time (a
     /// server's start is idle time); returns how many words it read.

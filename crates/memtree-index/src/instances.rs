@@ -7,7 +7,7 @@
 //! and a store of 10,000 documents keeps its searched words in a third of
 //! the memory. Every 32 passages, a skip entry lets a cursor jump.
 
-/// Where one term occurs: a passage (FTS5 rowid), a column, the term's
+/// Where one term occurs: a passage (its rowid), a column, the term's
 /// position in that column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Instance {
@@ -64,7 +64,7 @@ struct Skip {
 }
 
 impl Postings {
-    /// `instances` in passage, column, position order (as FTS5 gives them).
+    /// `instances` in passage, column, position order.
     #[cfg(test)]
     pub fn new(instances: Vec<Instance>) -> Postings {
         let mut postings = Postings::default();
@@ -90,21 +90,22 @@ impl Postings {
         self.bytes.capacity() + self.skips.capacity() * size_of::<Skip>()
     }
 
+    /// The rowid of the last passage (0 if none).
+    pub fn last(&self) -> u32 {
+        self.last
+    }
+
+    /// The passages as coded, the first one's rowid whole: what
+    /// [`Postings::append_coded`] takes back.
+    pub fn coded(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// Adds a passage's instances (one passage, in column and position
     /// order), after the last passage held.
     pub fn push(&mut self, passage: &[Instance]) {
         let Some(first) = passage.first() else { return };
-        debug_assert!(self.df == 0 || first.rowid > self.last, "passages come in order");
-        if self.df.is_multiple_of(BLOCK) {
-            let at = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
-            self.skips.push(Skip { rowid: first.rowid, before: self.last, at });
-        }
-        let count = passage.len() as u64;
-        let gap = u64::from(first.rowid - self.last);
-        varint(&mut self.bytes, gap << 2 | (count.min(4) - 1));
-        if count >= 4 {
-            varint(&mut self.bytes, count - 4);
-        }
+        self.begin(first.rowid, passage.len());
         let mut before: Option<Instance> = None;
         for instance in passage {
             let base = match before {
@@ -114,7 +115,45 @@ impl Postings {
             varint(&mut self.bytes, u64::from(instance.offset() - base) << 3 | u64::from(instance.column()));
             before = Some(*instance);
         }
-        self.last = first.rowid;
+    }
+
+    /// Appends the passages of `coded` (as [`Postings::coded`] gives them)
+    /// that `keep` takes by rowid, after the last passage held. An
+    /// instance is coded apart from the passages around it, so each kept
+    /// passage's instances are copied as they are.
+    pub fn append_coded(&mut self, coded: &[u8], mut keep: impl FnMut(u32) -> bool) {
+        let (mut at, mut rowid) = (0, 0u32);
+        while at < coded.len() {
+            let (gap, count) = read_head(coded, &mut at);
+            rowid += gap;
+            let start = at;
+            for _ in 0..count {
+                while coded.get(at).is_some_and(|b| *b >= 0x80) {
+                    at += 1;
+                }
+                at += 1;
+            }
+            if keep(rowid) {
+                self.begin(rowid, count);
+                self.bytes.extend_from_slice(&coded[start..at.min(coded.len())]);
+            }
+        }
+    }
+
+    /// Starts passage `rowid` of `count` instances: its skip entry if it
+    /// begins a block, and its head.
+    fn begin(&mut self, rowid: u32, count: usize) {
+        debug_assert!(self.df == 0 || rowid > self.last, "passages come in order");
+        if self.df.is_multiple_of(BLOCK) {
+            let at = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
+            self.skips.push(Skip { rowid, before: self.last, at });
+        }
+        let count = count as u64;
+        varint(&mut self.bytes, u64::from(rowid - self.last) << 2 | (count.min(4) - 1));
+        if count >= 4 {
+            varint(&mut self.bytes, count - 4);
+        }
+        self.last = rowid;
         self.df += 1;
     }
 
@@ -174,12 +213,8 @@ impl Cursor<'_> {
         if self.at >= bytes.len() {
             return None;
         }
-        let head = read_varint(bytes, &mut self.at);
-        let mut count = (head & 3) as usize + 1;
-        if count == 4 {
-            count += read_varint(bytes, &mut self.at) as usize;
-        }
-        let rowid = self.before + (head >> 2) as u32;
+        let (gap, count) = read_head(bytes, &mut self.at);
+        let rowid = self.before + gap;
         self.buffer.clear();
         let mut before: Option<Instance> = None;
         for _ in 0..count {
@@ -238,7 +273,7 @@ impl Cursor<'_> {
 }
 
 /// Little-endian, seven bits a byte.
-fn varint(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8 & 0x7F) | 0x80);
         n >>= 7;
@@ -246,7 +281,18 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
-fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
+/// A passage's head: its rowid's distance from the passage before, and
+/// its count of instances.
+fn read_head(bytes: &[u8], at: &mut usize) -> (u32, usize) {
+    let head = read_varint(bytes, at);
+    let mut count = (head & 3) as usize + 1;
+    if count == 4 {
+        count += read_varint(bytes, at) as usize;
+    }
+    ((head >> 2) as u32, count)
+}
+
+pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
     let (mut n, mut shift) = (0u64, 0);
     while let Some(&byte) = bytes.get(*at) {
         *at += 1;

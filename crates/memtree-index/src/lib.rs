@@ -1,5 +1,5 @@
-//! memtree's derived search index: [`SqliteIndex`] (SQLite FTS5 over
-//! passages, with metadata, links and usage in the same
+//! memtree's derived search index: [`SqliteIndex`] (an inverted index of
+//! the passages in SQLite, with metadata, links and usage in the same
 //! file) and [`BpeCounter`], the real tokenizer memory packs are counted with.
 //! With the feature `embeddings`, `Embedder` turns texts into vectors with
 //! a sentence-embedding model run in process.
@@ -11,6 +11,7 @@ mod documents;
 #[cfg(feature = "embeddings")]
 mod embedding;
 mod instances;
+mod inverted;
 mod postings;
 mod scoring;
 mod sqlite;

@@ -1,21 +1,19 @@
 //! What a search reads of the index file to score passages itself: how
-//! many passages hold a term and where it occurs, through FTS5's
-//! `fts5vocab` tables over the full-text index, and each passage's length
-//! in terms. [`Reader`] keeps them between searches.
+//! many passages hold a term and where it occurs, from memtree's inverted
+//! index (`inverted.rs`), and each passage's length in terms. [`Reader`]
+//! keeps them between searches.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use crate::instances::{Instance, Postings};
+use crate::inverted::Recent;
 use crate::scoring::Corpus;
 
-/// The FTS5 columns in order, as `fts5vocab` names them.
-const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"];
-
-/// The terms' postings and document frequencies read so far and the
-/// passages' lengths, kept between searches.
+/// The terms' postings read so far and the passages' lengths, kept
+/// between searches.
 /// This process's own writes are kept as [`Change`]s and applied to a
 /// term's postings when a search next asks for it, so that a write costs
 /// nothing here and a search only what its own words need; a write by
@@ -24,16 +22,17 @@ const COLUMNS: [&str; 6] = ["idtext", "title", "headings", "meta", "body", "cjk"
 #[derive(Default)]
 pub struct Reader {
     lengths: Lengths,
+    /// The number of passages, at the last refresh.
+    passages: usize,
+    recent: Recent,
     /// The index's change counters the postings are current at (with the
     /// changes pending): SQLite's `data_version` (other connections'
     /// commits) and this connection's total changes.
     at: (i64, u64),
-    /// Each term's postings and document frequency, with the number of
-    /// the first change not applied to them yet (and, for postings, when
-    /// a search last read them, in `reads`).
+    /// Each term's postings, with the number of the first change not
+    /// applied to them yet and when a search last read them (in `reads`).
     postings: HashMap<String, (Arc<Postings>, u64, u64)>,
     reads: u64,
-    df: HashMap<String, (usize, u64)>,
     held: usize,
     /// This process's writes not yet applied to every term held; the first
     /// is change number `first`.
@@ -60,11 +59,14 @@ const READ_AHEAD_BYTES: usize = 4 << 20;
 const PENDING_PASSAGES: usize = 10_000;
 
 /// What a write changed of the full-text index: the passages it deleted,
-/// and those it added with their columns' terms (see `terms.rs`).
+/// and those it added with their columns' terms (see `terms.rs`);
+/// `rewritten` if it wrote the inverted index anew (a fold, a purge, a
+/// clear), so that what processes read of it is read again.
 #[derive(Default)]
 pub struct Change {
     pub gone: Vec<i64>,
     pub added: Vec<(i64, [String; 6])>,
+    pub rewritten: bool,
 }
 
 impl Change {
@@ -92,14 +94,6 @@ impl Change {
             postings.push(&passage);
         }
     }
-
-    /// How many passages it adds that hold `term`.
-    fn holding(&self, term: &str) -> usize {
-        self.added
-            .iter()
-            .filter(|(_, columns)| columns.iter().any(|c| c.split(' ').any(|t| t == term)))
-            .count()
-    }
 }
 
 /// The counters a [`Reader`] is current at, for `conn` now.
@@ -114,9 +108,9 @@ impl Reader {
     pub fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<Corpus> {
         let at = counters(conn)?;
         if at != self.at {
+            self.recent = Recent::load(conn)?;
             self.at = at;
             self.postings.clear();
-            self.df.clear();
             self.pending.clear();
             self.held = 0;
         }
@@ -125,12 +119,14 @@ impl Reader {
         }
         // Changes every term held has caught up with are done with.
         let next = self.next();
-        let oldest = self.postings.values().map(|p| p.1).chain(self.df.values().map(|d| d.1)).min();
+        let oldest = self.postings.values().map(|p| p.1).min();
         while self.first < oldest.unwrap_or(next) {
             self.pending.pop_front();
             self.first += 1;
         }
-        self.lengths.refresh(conn)
+        let corpus = self.lengths.refresh(conn)?;
+        self.passages = corpus.passages as usize;
+        Ok(corpus)
     }
 
     /// Drops the postings read longest ago until at most `keep` bytes are
@@ -158,8 +154,8 @@ impl Reader {
     /// at `before` and no other process wrote in between.
     pub fn wrote(&mut self, before: (i64, u64), after: (i64, u64), change: Change) {
         let queued = self.pending.iter().map(Change::passages).sum::<usize>() + change.passages();
-        let fits = change.added.iter().all(|(rowid, _)| u32::try_from(*rowid).is_ok());
-        if self.at == before && after.0 == before.0 && queued <= PENDING_PASSAGES && fits {
+        let current = self.at == before && after.0 == before.0 && queued <= PENDING_PASSAGES;
+        if current && !change.rewritten && self.recent.wrote(&change).is_ok() {
             self.at = after;
             if change.passages() > 0 {
                 self.pending.push_back(change);
@@ -170,27 +166,16 @@ impl Reader {
         }
     }
 
-    /// The number of passages holding `term`. Counting them is a walk of
-    /// the term's list of passages, much cheaper than reading where in them
-    /// it occurs.
+    /// The number of passages holding `term`: counted from the inverted
+    /// index's rows when that is exact enough, else by reading the term's
+    /// postings (which a search then reads anyway).
     pub fn df(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<usize> {
-        if self.postings.contains_key(term) {
-            return Ok(self.postings(conn, term)?.df());
+        if !self.postings.contains_key(term)
+            && let Some(df) = self.recent.df(conn, term, self.passages)?
+        {
+            return Ok(df);
         }
-        let next = self.next();
-        if let Some((df, seen)) = self.df.get_mut(term) {
-            let changes = self.pending.range((*seen - self.first) as usize..);
-            // A deleted passage's terms are not known: count again.
-            if changes.clone().all(|c| c.gone.is_empty()) {
-                *df += changes.map(|c| c.holding(term)).sum::<usize>();
-                *seen = next;
-                return Ok(*df);
-            }
-        }
-        let mut stmt = conn.prepare_cached("SELECT doc FROM fts_rows WHERE term = ?1")?;
-        let df: i64 = stmt.query_row([term], |r| r.get(0)).optional()?.unwrap_or(0);
-        self.df.insert(term.to_owned(), (df as usize, next));
-        Ok(df as usize)
+        Ok(self.postings(conn, term)?.df())
     }
 
     /// Reads `term`'s postings ahead of the searches that will ask for
@@ -219,7 +204,7 @@ impl Reader {
             *read = self.reads;
             return Ok(p.clone());
         }
-        let p = Arc::new(read_postings(conn, term)?);
+        let p = Arc::new(self.recent.read(conn, term)?);
         self.held += p.size();
         self.postings.insert(term.to_owned(), (p.clone(), next, self.reads));
         Ok(p)
@@ -229,34 +214,6 @@ impl Reader {
     pub fn length(&self, rowid: i64) -> u32 {
         self.lengths.get(rowid)
     }
-}
-
-/// Every instance of `term` (an index term, see `terms.rs`), coded as
-/// the rows come: a common word at 100,000 documents has half a million,
-/// which would take 4 MB as a list first.
-fn read_postings(conn: &Connection, term: &str) -> rusqlite::Result<Postings> {
-    let mut stmt = conn.prepare_cached("SELECT doc, col, offset FROM fts_instances WHERE term = ?1")?;
-    let mut rows = stmt.query([term])?;
-    let mut postings = Postings::default();
-    let mut passage: Vec<Instance> = Vec::new();
-    while let Some(row) = rows.next()? {
-        let column = row.get_ref(1)?.as_str()?;
-        // A rowid past u32 (four billion passages written) fails here;
-        // `clear` starts the rowids again.
-        let instance = Instance::new(
-            row.get(0)?,
-            COLUMNS.iter().position(|c| *c == column).unwrap_or(COLUMNS.len() - 1) as u8,
-            row.get(2)?,
-        );
-        if passage.last().is_some_and(|last| last.rowid() != instance.rowid()) {
-            postings.push(&passage);
-            passage.clear();
-        }
-        passage.push(instance);
-    }
-    postings.push(&passage);
-    postings.shrink_to_fit();
-    Ok(postings)
 }
 
 /// The length in terms of every passage this process has seen, by rowid.

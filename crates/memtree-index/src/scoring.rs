@@ -1,5 +1,5 @@
-//! BM25 over the postings a search reads, in memtree rather than in FTS5:
-//! FTS5's own ranking visits every matching row through its auxiliary
+//! BM25 over the postings a search reads. SQLite FTS5's ranking, which
+//! memtree used first, visits every matching row through its auxiliary
 //! function API (a B-tree lookup for the row's length, a scan of every
 //! phrase's whole doclist for its weight, then a sort of all of them),
 //! about 0.7 µs a row. Read once, the postings give the weights, the

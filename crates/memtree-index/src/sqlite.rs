@@ -1,7 +1,8 @@
 //! `SqliteIndex`: the index in one SQLite file, `.memtree/index.sqlite`.
 //!
-//! FTS5 (BM25, Porter stemming over unicode61 words, CJK as bigrams) over
-//! passages, beside plain tables for document metadata, links (for the path
+//! memtree's own inverted index of the passages' terms (`inverted.rs`;
+//! BM25 in `scoring.rs`, stemmed words, CJK as bigrams), beside plain
+//! tables for the passages, document metadata, links (for the path
 //! from root and subtree filters) and pack usage; the typo vocabulary is a
 //! table of the words documents are spelt with, as written, each with the
 //! number of documents that use it, so a typo is matched against real words
@@ -24,12 +25,13 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, to_bytes};
 use crate::documents::{Document, Documents};
 use crate::instances::Postings;
+use crate::inverted;
 use crate::postings::{Change, Reader, counters};
 use crate::scoring::{Scores, Tiers, rank};
 use crate::terms::{Stems, term};
 use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
-const SCHEMA_VERSION: &str = "9";
+const SCHEMA_VERSION: &str = "10";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,12 +45,8 @@ CREATE INDEX IF NOT EXISTS links_child ON links(child);
 CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL,
     heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(idtext, title, headings, meta, body, cjk,
-    content='', contentless_delete=1, tokenize='ascii');
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_instances USING fts5vocab(fts, instance);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_rows USING fts5vocab(fts, row);
 CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL,
-    passages INTEGER NOT NULL, tokens INTEGER NOT NULL);
+    passages INTEGER NOT NULL, tokens INTEGER NOT NULL, folded INTEGER NOT NULL, fresh INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS spellings(word TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage(id TEXT PRIMARY KEY, count INTEGER NOT NULL, last_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks(passage INTEGER NOT NULL, ord INTEGER NOT NULL, key INTEGER NOT NULL,
@@ -148,7 +146,8 @@ impl SqliteIndex {
         let mut conn = self.conn();
         let tx = write_transaction(&mut conn).map_err(self.err())?;
         let before = counters(&tx).map_err(self.err())?;
-        let (value, change) = write(&tx).map_err(self.err())?;
+        let (value, mut change) = write(&tx).map_err(self.err())?;
+        change.rewritten |= inverted::record(&tx, &change).map_err(self.err())?;
         tx.commit().map_err(self.err())?;
         let after = counters(&conn).map_err(self.err())?;
         self.reader.lock().unwrap_or_else(|e| e.into_inner()).wrote(before, after, change);
@@ -187,10 +186,12 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
                  DROP TABLE IF EXISTS fts_instances; DROP TABLE IF EXISTS fts_rows; DROP TABLE IF EXISTS totals;
                  DROP TABLE IF EXISTS spellings; DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
                  DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS passages; DROP TABLE IF EXISTS chunks;
-                 DROP TABLE IF EXISTS queue;",
+                 DROP TABLE IF EXISTS queue; DROP TABLE IF EXISTS postings; DROP TABLE IF EXISTS fresh;
+                 DROP TABLE IF EXISTS gone;",
             )?;
             conn.execute_batch(SCHEMA)?;
-            conn.execute("INSERT INTO totals VALUES (0, ?1, 0, 0)", [new_generation()])?;
+            conn.execute_batch(inverted::SCHEMA)?;
+            conn.execute("INSERT INTO totals VALUES (0, ?1, 0, 0, 0, 0)", [new_generation()])?;
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])?;
         }
         conn.execute_batch("COMMIT")?;
@@ -203,8 +204,8 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 /// Keeps each statement's query plan whatever values are bound to it.
-/// Otherwise SQLite plans some statements (`rowid = ?1`, FTS5's own
-/// segment lookups) for the value bound, and prepares them again the first
+/// Otherwise SQLite plans some statements (`rowid = ?1`) for the value
+/// bound, and prepares them again the first
 /// time they run after their bindings were cleared: once for every search,
 /// about a twentieth of its time. memtree's statements have one good plan.
 fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
@@ -288,7 +289,6 @@ fn delete_docs(
     let mut rows =
         tx.prepare_cached("SELECT rowid, heading_path, text, tokens FROM passages WHERE doc = ?1")?;
     let mut doc = tx.prepare_cached("SELECT title, coalesce(summary, ''), tags FROM docs WHERE id = ?1")?;
-    let mut del_fts = tx.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     let mut del_chunks = tx.prepare_cached("DELETE FROM chunks WHERE passage = ?1")?;
     let (mut passages, mut tokens) = (0i64, 0i64);
     for id in ids {
@@ -309,7 +309,6 @@ fn delete_docs(
             passages += 1;
             tokens += length;
             gone.push(rowid);
-            del_fts.execute([rowid])?;
             del_chunks.execute([rowid])?;
             let headings: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
             text.extend([" ", &headings.join(" "), " ", &body]);
@@ -402,9 +401,6 @@ impl SearchIndex for SqliteIndex {
             let mut passage_stmt =
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
-            let mut fts_stmt = tx.prepare_cached(
-                "INSERT INTO fts(rowid, idtext, title, headings, meta, body, cjk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
             let (mut passages, mut tokens) = (0i64, 0i64);
             let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
             for doc in docs {
@@ -449,9 +445,6 @@ impl SearchIndex for SqliteIndex {
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     (passages, tokens) = (passages + 1, tokens + length as i64);
-                    fts_stmt.execute(params![
-                        rowid, columns[0], columns[1], columns[2], columns[3], columns[4], columns[5]
-                    ])?;
                     change.added.push((rowid, columns));
                     for (ord, chunk) in chunks(&passage.heading_path, &passage.text).iter().enumerate() {
                         chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
@@ -751,23 +744,23 @@ impl SearchIndex for SqliteIndex {
     }
 
     fn optimize(&self) -> Result<(), IndexError> {
-        // Merges FTS5's segments: the postings stay the same.
         self.write(|tx| {
-            Ok((tx.execute("INSERT INTO fts(fts) VALUES ('optimize')", []).map(drop)?, Change::default()))
+            inverted::compact(tx)?;
+            Ok(((), Change { rewritten: true, ..Change::default() }))
         })
     }
 
     fn clear(&self) -> Result<(), IndexError> {
         self.write(|tx| {
-            let gone = tx.prepare("SELECT rowid FROM passages")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
             tx.execute_batch(
-                "DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM fts; DELETE FROM spellings;
+                "DELETE FROM docs; DELETE FROM links; DELETE FROM passages; DELETE FROM spellings;
                  DELETE FROM chunks; DELETE FROM sqlite_sequence WHERE name = 'passages';",
             )?;
+            inverted::clear(tx)?;
             // Rowids start again: the lengths processes keep are of another
             // generation.
             tx.execute("UPDATE totals SET passages = 0, tokens = 0, generation = ?1", [new_generation()])?;
-            Ok(((), Change { gone, added: Vec::new() }))
+            Ok(((), Change { rewritten: true, ..Change::default() }))
         })
     }
 }

@@ -3,10 +3,10 @@
 //! plain letters (Snowball's English stemmer, Porter's second version:
 //! `running` → `run`). CJK runs are left to their bigrams (`text.rs`).
 //!
-//! memtree makes the terms itself and FTS5 only splits them at spaces (its
-//! `ascii` tokenizer, which keeps every other character), so the terms a
-//! search reads back with their positions are exactly the ones written,
-//! and a query's words become terms by the same function.
+//! A column's terms are stored space-separated (`Stems::column`) and the
+//! inverted index splits them at spaces alone, so the terms a search reads
+//! back with their positions are exactly the ones written, and a query's
+//! words become terms by the same function.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -19,7 +19,7 @@ use crate::text::{is_cjk, words};
 
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
-/// Longer words are not stemmed, as FTS5's Porter stemmer does not stem them.
+/// Longer words are not stemmed, as SQLite's Porter stemmer did not stem them.
 const STEMMED_MAX: usize = 64;
 
 /// The index term of one word (a run of letters and digits).

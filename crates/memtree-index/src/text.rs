@@ -117,7 +117,7 @@ pub fn edit_distance(a: &str, b: &str, limit: usize) -> usize {
 
 /// A word without its common English inflection (`testing` → `test`), for
 /// telling which words of an excerpt matched; the index itself stems with
-/// FTS5's Porter stemmer.
+/// Snowball's English stemmer (`terms.rs`).
 fn light_stem(word: &str) -> String {
     let word = word.to_lowercase();
     for suffix in

@@ -107,9 +107,9 @@ impl Memory {
         }
         report.removed = gone.len();
         index.remove(&gone)?;
-        // Many changed documents leave many small segments and deleted
-        // rows, which every query then walks: compact after a bulk change.
-        // (Single writes are merged incrementally by FTS5 itself.)
+        // Many changed documents leave many fresh passages and deleted
+        // ones, which every term read then walks: compact after a bulk
+        // change. (Single writes compact as they go.)
         if (report.indexed + report.removed) * 100 >= listing.docs.len().max(1) {
             index.optimize()?;
         }
