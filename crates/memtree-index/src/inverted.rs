@@ -154,30 +154,39 @@ pub fn record(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<bool> {
             .execute([encode(&invert(&change.added)?)])?;
         tx.prepare_cached("UPDATE totals SET fresh = fresh + ?1")?.execute([change.added.len() as i64])?;
     }
-    let (folded, fresh, passages) = totals(tx)?;
-    let mut reorganised = false;
-    if fresh >= FOLD_PASSAGES {
+    let (_, fresh, _) = totals(tx)?;
+    let folds = fresh >= FOLD_PASSAGES;
+    if folds {
         fold(tx)?;
-        reorganised = true;
     }
-    if !change.gone.is_empty() {
+    // One shard at most: a write waits for one shard's rewriting.
+    Ok(folds | (!change.gone.is_empty() && purge_due(tx, 1)?))
+}
+
+/// Folds every fresh passage and purges as many shards as are due: after
+/// bulk changes, so that searches read `postings` alone and skip few
+/// deleted passages.
+pub fn compact(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    fold(tx)?;
+    purge_due(tx, usize::MAX).map(drop)
+}
+
+/// Purges the shards holding the most deleted passages, up to `shards` of
+/// them, while `postings` holds more than [`GONE_LEAST`] allows; whether
+/// it purged any.
+fn purge_due(tx: &Transaction<'_>, shards: usize) -> rusqlite::Result<bool> {
+    let mut purged = 0;
+    while purged < shards {
+        let (folded, _, passages) = totals(tx)?;
         let gone: i64 = tx
             .prepare_cached("SELECT count(*) FROM gone WHERE rowid <= ?1")?
             .query_row([folded], |r| r.get(0))?;
-        if gone > GONE_LEAST.max(passages / 16) {
-            purge(tx)?;
-            reorganised = true;
+        if gone <= GONE_LEAST.max(passages / 16) || !purge(tx)? {
+            break;
         }
+        purged += 1;
     }
-    Ok(reorganised)
-}
-
-/// Folds every fresh passage, and purges every deleted one: after bulk
-/// changes, so that searches read `postings` alone.
-pub fn compact(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    fold(tx)?;
-    while purge(tx)? {}
-    Ok(())
+    Ok(purged > 0)
 }
 
 /// Forgets every passage.
@@ -478,6 +487,18 @@ mod tests {
             }
         }
         assert!(folds >= 2 && purges >= 1, "{folds} folds, {purges} purges");
+        // Compacting folds every fresh passage and leaves no more deleted
+        // ones than are due.
+        index.optimize().unwrap();
+        let (folded, fresh, passages) = totals(&conn).unwrap();
+        let unpurged: i64 =
+            conn.query_row("SELECT count(*) FROM gone WHERE rowid <= ?1", [folded], |r| r.get(0)).unwrap();
+        assert_eq!(fresh, 0);
+        assert!(unpurged <= GONE_LEAST.max(passages / 16), "{unpurged} deleted passages left");
+        let recent = Recent::load(&conn).unwrap();
+        for (word, want) in expected(&conn, &living) {
+            assert_eq!(found(&recent.read(&conn, &format!("w{word}")).unwrap()), want, "compacted, w{word}");
+        }
     }
 
     /// What a process read of `fresh` stays true when another process
