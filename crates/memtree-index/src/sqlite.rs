@@ -138,7 +138,8 @@ impl SqliteIndex {
     }
 
     /// Runs `write` in a write transaction; what it returns it changed of
-    /// the full-text index is applied to the postings searches keep.
+    /// the full-text index is recorded in the inverted index in the same
+    /// transaction, then applied to the postings searches keep.
     fn write<T>(
         &self,
         write: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<(T, Change)>,
@@ -205,9 +206,9 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
 
 /// Keeps each statement's query plan whatever values are bound to it.
 /// Otherwise SQLite plans some statements (`rowid = ?1`) for the value
-/// bound, and prepares them again the first
-/// time they run after their bindings were cleared: once for every search,
-/// about a twentieth of its time. memtree's statements have one good plan.
+/// bound, and prepares them again the first time they run after their
+/// bindings were cleared: once for every search, about a twentieth of its
+/// time. memtree's statements have one good plan.
 fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map(drop)
 }
