@@ -385,14 +385,15 @@ mod tests {
 
     use super::*;
     use crate::SqliteIndex;
+    use crate::instances::tests::Rng;
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (self.0 >> 33) % n
-        }
+    /// A new index, and a connection of its own to read it through.
+    fn index() -> (tempfile::TempDir, SqliteIndex, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let index = SqliteIndex::open(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        (dir, index, conn)
     }
 
     /// Words kept whole as terms (a digit: no stemming).
@@ -443,10 +444,7 @@ mod tests {
     /// passages, at most the deleted passages too many.
     #[test]
     fn folds_and_purges_keep_every_living_passage_and_no_deleted_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
-        let index = SqliteIndex::open(&path).unwrap();
-        let conn = Connection::open(&path).unwrap();
+        let (_dir, index, conn) = index();
         let mut rng = Rng(3);
         let mut living: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         let (mut folds, mut purges, mut before) = (0, 0, (0, 0));
@@ -506,10 +504,7 @@ mod tests {
     /// passage is read once, and the later ones not at all.
     #[test]
     fn a_fold_after_reading_the_fresh_passages_reads_each_passage_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
-        let index = SqliteIndex::open(&path).unwrap();
-        let conn = Connection::open(&path).unwrap();
+        let (_dir, index, conn) = index();
         let batch = |from: usize, count: usize| -> Vec<IndexedDoc> {
             (from..from + count).map(|i| doc(&format!("d{i}"), &[1, i as u64 % 3])).collect()
         };
