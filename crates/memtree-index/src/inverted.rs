@@ -130,8 +130,8 @@ fn gone_between(conn: &Connection, first: i64, last: i64) -> rusqlite::Result<Ve
     rows.collect()
 }
 
-/// The passages folded into `postings` (up to this rowid) and the number
-/// of passages waiting in `fresh`.
+/// The rowid up to which passages are folded into `postings`, the number
+/// of passages waiting in `fresh`, and the number of passages.
 fn totals(conn: &Connection) -> rusqlite::Result<(i64, i64, i64)> {
     conn.prepare_cached("SELECT folded, fresh, passages FROM totals")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -300,6 +300,7 @@ pub struct Recent {
 }
 
 impl Recent {
+    /// What the index holds now of `fresh` and `gone`.
     pub fn load(conn: &Connection) -> rusqlite::Result<Recent> {
         let (folded, ..) = totals(conn)?;
         let mut recent =
