@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use crate::instances::{Instance, Postings, read_varint, varint};
+use crate::instances::{Postings, read_varint, varint};
 use crate::postings::Change;
 
 pub const SCHEMA: &str = "
@@ -54,31 +54,12 @@ fn shard(rowid: u32) -> i64 {
 
 /// Rowids are kept in 32 bits, four billion passages written: `clear`
 /// (a reindex) starts them again.
-fn short(rowid: i64) -> rusqlite::Result<u32> {
+pub(crate) fn short(rowid: i64) -> rusqlite::Result<u32> {
     u32::try_from(rowid).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(0, rowid))
 }
 
-/// The postings of `passages` (each with its six columns' terms, space
-/// separated), by term.
-pub fn invert(passages: &[(i64, [String; 6])]) -> rusqlite::Result<BTreeMap<&str, Postings>> {
-    let mut terms: BTreeMap<&str, Postings> = BTreeMap::new();
-    let mut passage: HashMap<&str, Vec<Instance>> = HashMap::new();
-    for (rowid, columns) in passages {
-        let rowid = short(*rowid)?;
-        for (column, text) in columns.iter().enumerate() {
-            for (offset, term) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
-                passage.entry(term).or_default().push(Instance::new(rowid, column as u8, offset as u32));
-            }
-        }
-        for (term, instances) in passage.drain() {
-            terms.entry(term).or_default().push(&instances);
-        }
-    }
-    Ok(terms)
-}
-
 /// A `fresh` row: each term, then its postings.
-fn encode(terms: &BTreeMap<&str, Postings>) -> Vec<u8> {
+fn encode(terms: &BTreeMap<String, Postings>) -> Vec<u8> {
     let mut out = Vec::new();
     for (term, postings) in terms {
         for part in [term.as_bytes(), postings.coded()] {
@@ -150,9 +131,8 @@ pub fn record(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<bool> {
         insert.execute([rowid])?;
     }
     if !change.added.is_empty() {
-        tx.prepare_cached("INSERT INTO fresh(bytes) VALUES (?1)")?
-            .execute([encode(&invert(&change.added)?)])?;
-        tx.prepare_cached("UPDATE totals SET fresh = fresh + ?1")?.execute([change.added.len() as i64])?;
+        tx.prepare_cached("INSERT INTO fresh(bytes) VALUES (?1)")?.execute([encode(&change.added)])?;
+        tx.prepare_cached("UPDATE totals SET fresh = fresh + ?1")?.execute([change.passages_added as i64])?;
     }
     let (_, fresh, _) = totals(tx)?;
     let folds = fresh >= FOLD_PASSAGES;
@@ -328,7 +308,7 @@ impl Recent {
 
     /// Adds this process's `change`, just written (and not folded).
     pub fn wrote(&mut self, change: &Change) -> rusqlite::Result<()> {
-        for (term, postings) in invert(&change.added)? {
+        for (term, postings) in &change.added {
             self.add(term, postings.coded());
         }
         for &rowid in &change.gone {

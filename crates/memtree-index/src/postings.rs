@@ -3,13 +3,13 @@
 //! index (`inverted.rs`), and each passage's length in terms. [`Reader`]
 //! keeps them between searches.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use rusqlite::{Connection, params};
 
 use crate::instances::{Instance, Postings};
-use crate::inverted::Recent;
+use crate::inverted::{Recent, short};
 use crate::scoring::Corpus;
 
 /// The terms' postings read so far and the passages' lengths, kept
@@ -59,19 +59,46 @@ const READ_AHEAD_BYTES: usize = 4 << 20;
 const PENDING_PASSAGES: usize = 10_000;
 
 /// What a write changed of the full-text index: the passages it deleted,
-/// and those it added with their columns' terms (see `terms.rs`);
-/// `rewritten` if it wrote the inverted index anew (a fold, a purge, a
-/// clear), so that what processes read of it is read again.
+/// and the postings of those it added, by term (made once, for the
+/// inverted index and for the postings processes keep); `rewritten` if it
+/// wrote the inverted index anew (a fold, a purge, a clear), so that what
+/// processes read of it is read again.
 #[derive(Default)]
 pub struct Change {
     pub gone: Vec<i64>,
-    pub added: Vec<(i64, [String; 6])>,
+    pub added: BTreeMap<String, Postings>,
+    /// How many passages it added.
+    pub passages_added: usize,
     pub rewritten: bool,
 }
 
 impl Change {
+    /// Adds passage `rowid`, newer than any added before, with its six
+    /// columns' terms, space separated (see `terms.rs`).
+    pub fn add(&mut self, rowid: i64, columns: &[String; 6]) -> rusqlite::Result<()> {
+        let rowid = short(rowid)?;
+        let mut passage: HashMap<&str, Vec<Instance>> = HashMap::new();
+        for (column, text) in columns.iter().enumerate() {
+            for (offset, term) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
+                passage.entry(term).or_default().push(Instance::new(rowid, column as u8, offset as u32));
+            }
+        }
+        for (term, instances) in passage {
+            match self.added.get_mut(term) {
+                Some(postings) => postings.push(&instances),
+                None => {
+                    let mut postings = Postings::default();
+                    postings.push(&instances);
+                    self.added.insert(term.to_owned(), postings);
+                }
+            }
+        }
+        self.passages_added += 1;
+        Ok(())
+    }
+
     fn passages(&self) -> usize {
-        self.gone.len() + self.added.len()
+        self.gone.len() + self.passages_added
     }
 
     /// Applies the change to `term`'s postings.
@@ -79,19 +106,8 @@ impl Change {
         for &rowid in &self.gone {
             postings.remove(rowid);
         }
-        let mut passage = Vec::new();
-        for (rowid, columns) in &self.added {
-            // `Reader::wrote` takes only rowids that fit.
-            let rowid = *rowid as u32;
-            passage.clear();
-            for (column, text) in columns.iter().enumerate() {
-                for (offset, t) in text.split(' ').filter(|t| !t.is_empty()).enumerate() {
-                    if t == term {
-                        passage.push(Instance::new(rowid, column as u8, offset as u32));
-                    }
-                }
-            }
-            postings.push(&passage);
+        if let Some(added) = self.added.get(term) {
+            postings.append_coded(added.coded(), |_| true);
         }
     }
 }

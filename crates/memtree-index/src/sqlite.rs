@@ -446,7 +446,7 @@ impl SearchIndex for SqliteIndex {
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     (passages, tokens) = (passages + 1, tokens + length as i64);
-                    change.added.push((rowid, columns));
+                    change.add(rowid, &columns)?;
                     for (ord, chunk) in chunks(&passage.heading_path, &passage.text).iter().enumerate() {
                         chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
                     }
