@@ -237,20 +237,25 @@ impl Transport {
 }
 
 /// Completes at Ctrl-C or SIGTERM: how an HTTP server, which has no client
-/// to leave, is stopped.
-async fn stopped() {
-    let interrupt = tokio::signal::ctrl_c();
+/// to leave, is stopped. The handlers are set when this is called, before
+/// the address is printed: a future sets them only once polled, and a
+/// SIGTERM sent as soon as a script read the address killed the server
+/// instead of stopping it.
+fn stopped() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
+        use tokio::signal::unix::{SignalKind, signal};
+        let signals = signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+        async move {
+            let Ok((mut interrupt, mut term)) = signals else { return std::future::pending().await };
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = term.recv() => {}
+            }
         }
     }
     #[cfg(not(unix))]
-    let _ = interrupt.await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
