@@ -138,24 +138,39 @@ struct Matcher<'a> {
     terms: &'a [QueryTerm],
     /// Each term's stem, or `None` for a CJK bigram (found inside words).
     stems: Vec<Option<String>>,
-    /// The first letters of the stems, when no term is a CJK bigram: a word
-    /// starting with another letter matches none, and is not stemmed.
-    initials: Option<Vec<char>>,
+    /// The first [`HEAD_LETTERS`] letters of the stems, when no term is a
+    /// CJK bigram. A word's stem is a start of its lowercase, so a word
+    /// matches a term only if its lowercase starts with the term's head:
+    /// the others are not stemmed (for a word not in ASCII, only the first
+    /// letter is compared).
+    heads: Option<Vec<String>>,
 }
+
+/// [`Matcher::term_of`] matches a stem of at least this many letters as the
+/// start of a longer one.
+const HEAD_LETTERS: usize = 4;
 
 impl<'a> Matcher<'a> {
     fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
         let stems: Vec<Option<String>> =
             terms.iter().map(|t| (!t.word.chars().any(is_cjk)).then(|| light_stem(&t.word))).collect();
-        let initials = stems.iter().map(|s| s.as_ref().and_then(|s| s.chars().next())).collect();
-        Matcher { terms, stems, initials }
+        let heads =
+            stems.iter().map(|s| s.as_ref().map(|s| s.chars().take(HEAD_LETTERS).collect())).collect();
+        Matcher { terms, stems, heads }
     }
 
     /// The first term `word` matches.
     fn term_of(&self, word: &str) -> Option<usize> {
-        if let Some(initials) = &self.initials {
-            let first = word.chars().next()?.to_lowercase().next()?;
-            if !initials.contains(&first) {
+        if let Some(heads) = &self.heads {
+            let may = if word.is_ascii() {
+                let starts =
+                    |head: &String| word.get(..head.len()).is_some_and(|w| w.eq_ignore_ascii_case(head));
+                heads.iter().any(starts)
+            } else {
+                let first = word.chars().next()?.to_lowercase().next()?;
+                heads.iter().any(|head| head.starts_with(first))
+            };
+            if !may {
                 return None;
             }
         }
@@ -165,8 +180,8 @@ impl<'a> Matcher<'a> {
             Some(t) => {
                 let w = stem.get_or_insert_with(|| light_stem(word));
                 w == t
-                    || (t.chars().count() >= 4 && w.starts_with(t.as_str()))
-                    || (w.chars().count() >= 4 && t.starts_with(w.as_str()))
+                    || (t.chars().count() >= HEAD_LETTERS && w.starts_with(t.as_str()))
+                    || (w.chars().count() >= HEAD_LETTERS && t.starts_with(w.as_str()))
             }
         })
     }
@@ -288,7 +303,52 @@ const LINE_START: usize = 80;
 /// The words of `text`, as written, in order: runs of letters and digits.
 /// Query words, excerpts and the typo vocabulary all split text this way.
 pub fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+    Words { text, at: 0 }
+}
+
+/// [`words`]' iterator. It looks at bytes, decoding only the characters
+/// past ASCII: splitting passages into words was half of weighing how close
+/// together they hold a query's words.
+struct Words<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Words<'_> {
+    /// Whether the character at byte `at` is a letter or digit, and its
+    /// length in bytes.
+    fn alphanumeric_at(&self, at: usize) -> (bool, usize) {
+        let byte = self.text.as_bytes()[at];
+        if byte.is_ascii() {
+            return (byte.is_ascii_alphanumeric(), 1);
+        }
+        let c = self.text[at..].chars().next().expect("`at` is a character boundary");
+        (c.is_alphanumeric(), c.len_utf8())
+    }
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let end = self.text.len();
+        while self.at < end {
+            let (alphanumeric, len) = self.alphanumeric_at(self.at);
+            if alphanumeric {
+                break;
+            }
+            self.at += len;
+        }
+        let start = self.at;
+        while self.at < end {
+            let (alphanumeric, len) = self.alphanumeric_at(self.at);
+            if !alphanumeric {
+                break;
+            }
+            self.at += len;
+        }
+        (self.at > start).then(|| &self.text[start..self.at])
+    }
 }
 
 /// The lines of `text` that say most about the query, in their order, the
@@ -472,6 +532,21 @@ mod tests {
         assert_eq!(coverage("デプロイ手順です", &cjk), 1.0, "a bigram inside a run");
     }
 
+    /// The heads only spare stemming words that match no term.
+    #[test]
+    fn a_word_the_heads_pass_over_matches_no_term() {
+        let query =
+            terms(&[("deploy", 1.0), ("db", 1.0), ("configuration", 1.0), ("ÉTÉ", 1.0), ("cats", 1.0)]);
+        let text = "Deployed deploys DEPLOYMENT dep de DB dbs config configs configurations conf configur \
+                    été Étés ete cat cats category catalogue ca Dbx deplo déploy";
+        let fast = Matcher::new(&query);
+        let every = Matcher { heads: None, ..Matcher::new(&query) };
+        for word in words(text) {
+            assert_eq!(fast.term_of(word), every.term_of(word), "{word}");
+        }
+        assert!(words(text).filter(|w| fast.term_of(w).is_some()).count() > 10);
+    }
+
     #[test]
     fn window_coverage_is_the_weight_held_close_together() {
         let terms =
@@ -500,6 +575,17 @@ mod tests {
         assert_eq!(query_terms("メモ帳の使い方"), ["メモ", "モ帳", "帳の", "の使", "使い", "い方"]);
         assert_eq!(query_terms("deploy手順"), ["deploy", "手順"]);
         assert!(query_terms("?!:()").is_empty());
+    }
+
+    #[test]
+    fn words_are_runs_of_letters_and_digits() {
+        let text = "  Ünïcode-ok, naïve café's Σίσυφος; x2=½ ٣٤ 東京タワー🙂emoji e\u{301}t\u{e9} end";
+        let by_chars: Vec<&str> =
+            text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        assert_eq!(words(text).collect::<Vec<_>>(), by_chars);
+        assert_eq!(words("one, two").collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(words(" -- ").count(), 0);
+        assert_eq!(words("").count(), 0);
     }
 
     #[test]
