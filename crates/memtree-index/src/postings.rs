@@ -194,15 +194,10 @@ impl Reader {
         Ok(self.postings(conn, term)?.df())
     }
 
-    /// At most `limit` terms of the index that start with `prefix` (it
-    /// included), in order.
-    pub fn terms_starting(
-        &self,
-        conn: &Connection,
-        prefix: &str,
-        limit: usize,
-    ) -> rusqlite::Result<Vec<String>> {
-        self.recent.terms_starting(conn, prefix, limit)
+    /// What the index holds of the passages not folded yet, and the
+    /// deleted ones, as this reader last read it.
+    pub fn recent(&self) -> &Recent {
+        &self.recent
     }
 
     /// Reads `term`'s postings ahead of the searches that will ask for

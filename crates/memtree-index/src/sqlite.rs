@@ -984,7 +984,7 @@ fn close_terms(
         let letters: Vec<char> = stem.chars().collect();
         let mut counting = vec![term(&query_term.word)];
         if letters.len() >= CLOSE_PREFIX {
-            counting.extend(reader.terms_starting(conn, &stem, CLOSE_LONGER)?);
+            counting.extend(reader.recent().terms_starting(conn, &stem, CLOSE_LONGER)?);
         }
         for len in CLOSE_PREFIX..letters.len() {
             let shorter: String = letters[..len].iter().collect();
