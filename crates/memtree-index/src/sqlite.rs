@@ -1152,14 +1152,7 @@ fn execute(
             }
         }
         if let Some(plan) = plan {
-            let mut order: Vec<usize> = (0..matches.len()).collect();
-            order.sort_unstable_by_key(|&i| rowids[i]);
-            let sorted: Vec<i64> = order.iter().map(|&i| rowids[i]).collect();
-            let terms: Vec<(&Postings, usize)> = terms.iter().map(|(p, t)| (&**p, *t)).collect();
-            let weights: Vec<f64> = plan.terms.iter().map(|t| t.weight).collect();
-            for (&i, close) in order.iter().zip(closeness(&terms, &weights, &sorted, PROXIMITY_WORDS)) {
-                matches[i].hit.score *= 1.0 - PROXIMITY + PROXIMITY * close;
-            }
+            weigh_proximity(&mut matches, &rowids, terms, &plan.terms);
             let mut passages_of =
                 conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
             lift_described(
@@ -1193,6 +1186,25 @@ fn execute(
 /// close together, within [`PROXIMITY_WORDS`] terms ([`closeness`]).
 const PROXIMITY: f64 = 0.5;
 const PROXIMITY_WORDS: u32 = 40;
+
+/// Weighs each of `matches` (of passages `rowids`) by [`PROXIMITY`]: how
+/// close together it holds the query's `terms`, by the positions of the
+/// terms counting for them (`counting`, from [`close_terms`]).
+fn weigh_proximity(
+    matches: &mut [Match],
+    rowids: &[i64],
+    counting: &[(Arc<Postings>, usize)],
+    terms: &[QueryTerm],
+) {
+    let mut order: Vec<usize> = (0..matches.len()).collect();
+    order.sort_unstable_by_key(|&i| rowids[i]);
+    let sorted: Vec<i64> = order.iter().map(|&i| rowids[i]).collect();
+    let counting: Vec<(&Postings, usize)> = counting.iter().map(|(p, t)| (&**p, *t)).collect();
+    let weights: Vec<f64> = terms.iter().map(|t| t.weight).collect();
+    for (&i, close) in order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS)) {
+        matches[i].hit.score *= 1.0 - PROXIMITY + PROXIMITY * close;
+    }
+}
 
 /// How much of a hub passage's score a child's passages gain from the hub's
 /// link line to it, when that line holds all the query's words: as much as
