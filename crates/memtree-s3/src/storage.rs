@@ -47,6 +47,13 @@ const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(30
 /// Where the store's own objects live, beside the documents.
 const META: &str = ".memtree";
 
+/// Each document's text, and a tag unique to its version.
+type Texts = BTreeMap<DocId, (String, u64)>;
+
+/// Times a machine reads every document into its mirror before it gives
+/// up, when other machines' changes keep removing documents meanwhile.
+const FILL_ATTEMPTS: usize = 5;
+
 pub struct S3Storage {
     bucket: Bucket,
     fault: Option<Fault>,
@@ -212,15 +219,28 @@ impl S3Storage {
             }
         }
         // From the bucket: rolled forward to the head first, so that the
-        // objects are the head's documents.
-        self.settle(&head)?;
-        let docs = self.read_all()?;
-        mirror.fill(head.seq, head.name.clone(), docs);
-        Ok(head)
+        // objects are the head's documents. Another machine's change may
+        // take one away while they are read: they are read again, from
+        // the head that change made.
+        let mut head = head;
+        for _ in 0..FILL_ATTEMPTS {
+            self.settle(&head)?;
+            if let Some(docs) = self.read_all()? {
+                mirror.fill(head.seq, head.name.clone(), docs);
+                return Ok(head);
+            }
+            head = self.head()?;
+        }
+        Err(StorageError::Io {
+            op: "read",
+            path: self.bucket.location.to_string(),
+            error: std::io::Error::other("other writers kept removing documents while they were read"),
+        })
     }
 
-    /// Every document object's text, and a tag unique to its version.
-    fn read_all(&self) -> Result<BTreeMap<DocId, (String, u64)>, StorageError> {
+    /// Every document object's text, and a tag unique to its version;
+    /// `None` if one was removed while they were read.
+    fn read_all(&self) -> Result<Option<Texts>, StorageError> {
         use futures_util::{StreamExt as _, TryStreamExt as _};
         let objects: Vec<(DocId, ObjectMeta)> = self
             .list_under(&self.bucket.key(""))?
@@ -228,14 +248,18 @@ impl S3Storage {
             .filter_map(|meta| Some((self.doc_id(&meta.location)?, meta)))
             .collect();
         let reads = futures_util::stream::iter(objects.into_iter().map(|(id, meta)| async move {
-            let found =
-                self.bucket.store.get(&meta.location).await.map_err(self.io("read", &meta.location))?;
+            let found = match self.bucket.store.get(&meta.location).await {
+                Ok(found) => found,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(error) => return Err(self.io("read", &meta.location)(error)),
+            };
             let bytes = found.bytes().await.map_err(self.io("read", &meta.location))?;
             // Apart from the seqs that tag replayed versions.
             let tag = Self::stamp_of(&meta).tag | 1 << 63;
-            Ok::<_, StorageError>((id, (String::from_utf8_lossy(&bytes).into_owned(), tag)))
+            Ok::<_, StorageError>(Some((id, (String::from_utf8_lossy(&bytes).into_owned(), tag))))
         }));
-        self.bucket.block_on(reads.buffer_unordered(16).try_collect())
+        let read: Vec<Option<_>> = self.bucket.block_on(reads.buffer_unordered(16).try_collect())?;
+        Ok(read.into_iter().collect())
     }
 
     /// Makes `apply` stop at `fault`, for tests of recovery.

@@ -94,3 +94,33 @@ fn a_prune_racing_an_update_below_it_leaves_a_valid_tree() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert!(!memory.exists(&id("a")).unwrap() && !memory.exists(&id("b")).unwrap());
 }
+
+/// A machine that opens the store reads every document into its mirror;
+/// another machine's change that removes some meanwhile sends it back to
+/// read them again from the new head, not to a failed start.
+#[test]
+#[ignore = "needs an S3 server: eval \"$(bash scripts/seaweedfs.sh start DIR)\""]
+fn a_machine_opening_while_another_removes_documents_reads_a_whole_store() {
+    let open = folder("open");
+    let memory = open();
+    let leaves: String = (0..40).map(|n| format!("- [[leaf{n}]]\n")).collect();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (open, done, leaves) = (&open, &done, &leaves);
+        s.spawn(move || {
+            for _ in 0..6 {
+                memory.update_document(&DocId::root(), &format!("# M\n{leaves}"), None).unwrap();
+                memory.update_document(&DocId::root(), "# M\n", None).unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        s.spawn(move || {
+            let mut opened = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || opened == 0 {
+                let root = open().read_document(&DocId::root()).unwrap();
+                assert!(root.starts_with("# M"), "{root}");
+                opened += 1;
+            }
+        });
+    });
+}
