@@ -166,10 +166,6 @@ pub struct Hit {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
     pub signals: Signals,
-    /// The index's passage whose heading, line and text the search left
-    /// out, for [`SearchIndex::passages`] to read for the hits kept.
-    #[serde(skip)]
-    pub passage: Option<i64>,
 }
 
 /// Which rankings found a hit: BM25 (its words) and dense retrieval (its
@@ -307,10 +303,6 @@ pub trait SearchIndex: Send + Sync {
     /// The passages that match, best BM25 score first; ranking them is
     /// the engine's ([`crate::ranking`]).
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;
-    /// Reads the heading, line and text of the hits whose search left them
-    /// out ([`Hit::passage`]); drops a hit whose passage was written over
-    /// since.
-    fn passages(&self, hits: &mut Vec<Hit>) -> Result<(), IndexError>;
     /// The lines of `passage` that hold `terms` (as this index matches
     /// words) with their context (the lines `after` it included), marked
     /// `**…**`, for a hit the engine keeps.

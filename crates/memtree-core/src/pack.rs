@@ -476,7 +476,6 @@ mod tests {
             stamp: Stamp { len: 0, modified_ns: 0, tag: 0 },
             shared: false,
             signals: crate::index::Signals::BM25,
-            passage: None,
         }
     }
 

@@ -125,7 +125,6 @@ mod tests {
                 stamp: Stamp { len: 1, modified_ns: NOW - 400 * DAY_NS, tag: 0 },
                 shared: false,
                 signals: Signals::BM25,
-                passage: None,
             },
             document,
         }

@@ -18,7 +18,7 @@
 //! as durable and as shared between processes as the rest of the file.
 //! [`Recent`] is what a process keeps of `fresh` and `gone` to read terms.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -318,24 +318,6 @@ impl Recent {
             }
         }
         Ok(())
-    }
-
-    /// At most `limit` terms held that start with `prefix` (it included),
-    /// in order.
-    pub fn terms_starting(
-        &self,
-        conn: &Connection,
-        prefix: &str,
-        limit: usize,
-    ) -> rusqlite::Result<Vec<String>> {
-        let mut terms: BTreeSet<String> = conn
-            .prepare_cached(
-                "SELECT DISTINCT term FROM postings WHERE term >= ?1 AND term < ?1 || char(1114111) LIMIT ?2",
-            )?
-            .query_map(params![prefix, limit as i64], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        terms.extend(self.fresh.keys().filter(|t| t.starts_with(prefix)).cloned());
-        Ok(terms.into_iter().take(limit).collect())
     }
 
     /// Every instance of `term` in the passages not deleted.

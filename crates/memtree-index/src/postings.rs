@@ -194,12 +194,6 @@ impl Reader {
         Ok(self.postings(conn, term)?.df())
     }
 
-    /// What the index holds of the passages not folded yet, and the
-    /// deleted ones, as this reader last read it.
-    pub fn recent(&self) -> &Recent {
-        &self.recent
-    }
-
     /// Reads `term`'s postings ahead of the searches that will ask for
     /// them, unless the postings held have reached [`READ_AHEAD_BYTES`];
     /// `false` once they have.
@@ -236,21 +230,14 @@ impl Reader {
     pub fn length(&self, rowid: i64) -> u32 {
         self.lengths.get(rowid)
     }
-
-    /// The `docs` row of passage `rowid`'s document, if known.
-    pub fn document(&self, rowid: i64) -> Option<i64> {
-        self.lengths.document(rowid)
-    }
 }
 
-/// The length in terms of every passage this process has seen, and its
-/// document's row, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
-/// neither ever changes and an update only appends the passages written
-/// since; a deleted passage's stay until the next full load, harmless, as
-/// no term leads to it. They are found by rowid directly: a search looks up
-/// thousands of lengths, and the documents of its sixty candidates without
-/// reading their rows. A new index (a schema change, a reindex) starts
-/// another generation.
+/// The length in terms of every passage this process has seen, by rowid.
+/// Rowids are never reused (`AUTOINCREMENT`), so a passage's length never
+/// changes and an update only appends those written since; a deleted
+/// passage's stays until the next full load, harmless, as no term leads to
+/// it. Lengths are found by rowid directly: a search looks up thousands. A
+/// new index (a schema change, a reindex) starts another generation.
 #[derive(Default)]
 struct Lengths {
     generation: i64,
@@ -258,9 +245,6 @@ struct Lengths {
     first: i64,
     /// By rowid from `first`; 0 for a rowid never seen.
     lengths: Vec<u32>,
-    /// The `docs` rowid of each (same order); 0 for one never seen, or past
-    /// `u32`.
-    documents: Vec<u32>,
     /// How many of `lengths` are passages seen.
     seen: usize,
 }
@@ -278,19 +262,16 @@ impl Lengths {
             *self = Lengths { generation, ..Lengths::default() };
         }
         let last = self.first + self.lengths.len() as i64 - 1;
-        let mut stmt = conn
-            .prepare_cached("SELECT rowid, tokens, docrow FROM passages WHERE rowid > ?1 ORDER BY rowid")?;
+        let mut stmt =
+            conn.prepare_cached("SELECT rowid, tokens FROM passages WHERE rowid > ?1 ORDER BY rowid")?;
         let mut rows = stmt.query(params![last.max(0)])?;
         while let Some(row) = rows.next()? {
-            let (rowid, length, document): (i64, u32, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            let (rowid, length): (i64, u32) = (row.get(0)?, row.get(1)?);
             if self.lengths.is_empty() {
                 self.first = rowid;
             }
-            let at = (rowid - self.first) as usize;
-            self.lengths.resize(at, 0);
-            self.documents.resize(at, 0);
+            self.lengths.resize((rowid - self.first) as usize, 0);
             self.lengths.push(length);
-            self.documents.push(u32::try_from(document).unwrap_or(0));
             self.seen += 1;
         }
         Ok(Corpus {
@@ -302,16 +283,7 @@ impl Lengths {
     /// The length of passage `rowid` (0 if unknown: one written after the
     /// last refresh).
     fn get(&self, rowid: i64) -> u32 {
-        self.at(rowid).map_or(0, |i| self.lengths[i])
-    }
-
-    /// The `docs` rowid of passage `rowid`, if known.
-    fn document(&self, rowid: i64) -> Option<i64> {
-        self.at(rowid).map(|i| i64::from(self.documents[i])).filter(|&d| d > 0)
-    }
-
-    fn at(&self, rowid: i64) -> Option<usize> {
-        usize::try_from(rowid - self.first).ok().filter(|&i| i < self.lengths.len())
+        usize::try_from(rowid - self.first).ok().and_then(|i| self.lengths.get(i)).copied().unwrap_or(0)
     }
 }
 

@@ -27,11 +27,11 @@ use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::inverted;
 use crate::postings::{Change, Reader, counters};
-use crate::scoring::{Scores, Tiers, closeness, rank};
+use crate::scoring::{Scores, Tiers, rank};
 use crate::terms::{Stems, term};
-use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, light_stem, query_terms, words};
+use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
 
-const SCHEMA_VERSION: &str = "11";
+const SCHEMA_VERSION: &str = "10";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,8 +43,7 @@ CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, chi
     PRIMARY KEY(parent, ord));
 CREATE INDEX IF NOT EXISTS links_child ON links(child);
 CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL,
-    heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL,
-    docrow INTEGER NOT NULL);
+    heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL,
     passages INTEGER NOT NULL, tokens INTEGER NOT NULL, folded INTEGER NOT NULL, fresh INTEGER NOT NULL);
@@ -401,7 +400,7 @@ impl SearchIndex for SqliteIndex {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let (mut passages, mut tokens) = (0i64, 0i64);
             let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
@@ -421,7 +420,6 @@ impl SearchIndex for SqliteIndex {
                     doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
-                let docrow = tx.last_insert_rowid();
                 write_links(tx, &doc.id, &doc.links)?;
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 let (id_terms, title_terms, meta_terms) =
@@ -445,7 +443,6 @@ impl SearchIndex for SqliteIndex {
                         passage.line as i64,
                         passage.after,
                         length as i64,
-                        docrow,
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     (passages, tokens) = (passages + 1, tokens + length as i64);
@@ -600,9 +597,9 @@ impl SearchIndex for SqliteIndex {
             // at all, and so whether its vector is worth making.
             let weight = match (&mut plan, self.dense.get()) {
                 (_, None) => 0.0,
-                (Some(ranked), Some(_)) => dense_weight(
-                    best_coverage(&snapshot, &ranked.plan, &ranked.scores.best(1)).map_err(&err)?,
-                ),
+                (Some((plan, ranked)), Some(_)) => {
+                    dense_weight(best_coverage(&snapshot, plan, &ranked.best(1)).map_err(&err)?)
+                }
                 (None, Some(_)) => dense_weight(0.0),
             };
             let dense = self.dense.get().filter(|_| readable && weight > 0.0);
@@ -636,11 +633,9 @@ impl SearchIndex for SqliteIndex {
                 return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
             }
             let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
-            let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
             let mut documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
             documents.check(&snapshot).map_err(&err)?;
-            let matched =
-                execute(&snapshot, &reader, &mut documents, plan.as_mut(), dense, request).map_err(&err)?;
+            let matched = execute(&snapshot, &mut documents, plan.as_mut(), dense, request).map_err(&err)?;
             drop(vectors);
             snapshot.commit().map_err(&err)?;
             return Ok(matched);
@@ -662,23 +657,6 @@ impl SearchIndex for SqliteIndex {
                 &[&encoder.model()],
             )?,
         }))
-    }
-
-    fn passages(&self, hits: &mut Vec<Hit>) -> Result<(), IndexError> {
-        if hits.iter().all(|hit| hit.passage.is_none()) {
-            return Ok(());
-        }
-        let err = self.err();
-        let conn = self.conn();
-        let snapshot = conn.unchecked_transaction().map_err(&err)?;
-        let mut kept = Vec::with_capacity(hits.len());
-        for mut hit in hits.drain(..) {
-            if read_passage(&snapshot, &mut hit).map_err(&err)? {
-                kept.push(hit);
-            }
-        }
-        *hits = kept;
-        snapshot.commit().map_err(&err)
     }
 
     fn excerpt(&self, passage: &str, after: &str, terms: &[QueryTerm]) -> String {
@@ -891,14 +869,9 @@ struct QueryPlan {
     pairs: Vec<(String, String)>,
 }
 
-/// A query's plan, the passages it matches with their BM25 scores
-/// ([`Scores::best`] sorts as many as needed), and the postings of the
-/// terms that count for the plan's terms in [`closeness`] ([`close_terms`]).
-struct Ranked {
-    plan: QueryPlan,
-    scores: Scores,
-    terms: Vec<(Arc<Postings>, usize)>,
-}
+/// A query's plan and the passages it matches with their BM25 scores
+/// ([`Scores::best`] sorts as many as needed).
+type Ranked = (QueryPlan, Scores);
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
 fn idf(df: i64, passages: i64) -> f64 {
@@ -950,55 +923,7 @@ fn rank_query(conn: &Connection, reader: &mut Reader, query: &str) -> rusqlite::
         useless: useless.iter().map(|p| &**p).collect(),
         pairs,
     };
-    let scores = rank(tiers, corpus, |rowid| reader.length(rowid));
-    let terms = close_terms(conn, reader, &plan.terms)?
-        .into_iter()
-        .map(|(counted, i)| Ok((reader.postings(conn, &counted)?, i)))
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(Some(Ranked { plan, scores, terms }))
-}
-
-/// A word counts for a query term in [`closeness`] if they have the same
-/// term, or if one's term starts with the other's light stem (its common
-/// English ending off), which is at least this many letters long:
-/// `postgres` in `PostgreSQL`, `config` for `configuration`, as in
-/// excerpts. The index's stems are too short to go by (`intern` would
-/// take `internet` for `internal`).
-const CLOSE_PREFIX: usize = 4;
-
-/// At most this many longer terms count for a query term.
-const CLOSE_LONGER: usize = 16;
-
-/// The terms of the index that count for each of `terms` in
-/// [`closeness`], each with the query term it counts for: the first that it
-/// does.
-fn close_terms(
-    conn: &Connection,
-    reader: &mut Reader,
-    terms: &[QueryTerm],
-) -> rusqlite::Result<Vec<(String, usize)>> {
-    let mut taken = HashSet::new();
-    let mut close = Vec::new();
-    for (i, query_term) in terms.iter().enumerate() {
-        let stem = light_stem(&query_term.word);
-        let letters: Vec<char> = stem.chars().collect();
-        let mut counting = vec![term(&query_term.word)];
-        if letters.len() >= CLOSE_PREFIX {
-            counting.extend(reader.recent().terms_starting(conn, &stem, CLOSE_LONGER)?);
-        }
-        for len in CLOSE_PREFIX..letters.len() {
-            let shorter: String = letters[..len].iter().collect();
-            if reader.df(conn, &shorter)? > 0 {
-                counting.push(shorter);
-            }
-        }
-        for counted in counting {
-            if taken.insert(counted.clone()) {
-                close.push((counted, i));
-            }
-        }
-    }
-    Ok(close)
+    Ok(Some((plan, rank(tiers, corpus, |rowid| reader.length(rowid)))))
 }
 
 /// [`rank_query`]'s plan, given the number of passages, each word's
@@ -1076,19 +1001,14 @@ const PHRASE_QUERY_WORDS: usize = 3;
 /// Runs `plan`: its BM25 ranking alone, or fused with the nearest
 /// passages by meaning when `dense` gives them with their weight; then
 /// only the best candidates (six times the matches asked for, at least 60)
-/// are joined to their document and filtered by scope and subtree; all
-/// that pass are returned, for the engine's ranking to choose from. When
-/// the filters leave fewer than asked for, the next, larger batch is taken.
-///
-/// A candidate's passage row is read only when its text is needed here:
-/// for a link line to lift the documents it describes, or for an excerpt
-/// by meaning. The others leave it to [`SearchIndex::passages`], for the
-/// few hits the engine keeps: reading sixty rows was a quarter of a search.
+/// are joined to their passage and document and filtered by scope and
+/// subtree; all that pass are returned, for the engine's ranking to
+/// choose from. When the filters leave fewer than asked for, the next,
+/// larger batch is taken.
 fn execute(
     conn: &Connection,
-    reader: &Reader,
     documents: &mut Documents,
-    ranked: Option<&mut Ranked>,
+    plan: Option<&mut Ranked>,
     dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
 ) -> rusqlite::Result<Matched> {
@@ -1096,34 +1016,20 @@ fn execute(
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
     };
-    let (plan, terms, mut scores) = match ranked {
-        Some(r) => (Some(&r.plan), r.terms.as_slice(), Some(&mut r.scores)),
-        None => (None, &[][..], None),
+    let (plan, mut ranked) = match plan {
+        Some((plan, ranked)) => (Some(&*plan), Some(ranked)),
+        None => (None, None),
     };
+    let mut details =
+        conn.prepare_cached("SELECT doc, heading_path, text, line, after FROM passages WHERE rowid = ?1")?;
     let mut matched = |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<Match>> {
-        let docrow = match reader.document(rowid) {
-            Some(docrow) => Some(docrow),
-            None => conn
-                .prepare_cached("SELECT docrow FROM passages WHERE rowid = ?1")?
-                .query_row([rowid], |r| r.get(0))
-                .optional()?,
-        };
-        let Some(document) = docrow.map(|d| documents.row(conn, d)).transpose()?.flatten() else {
-            return Ok(None);
-        };
-        let Some(mut found) = unread(rowid, document, score, signals) else { return Ok(None) };
-        // A document that links others may say what they are about in its
-        // link lines; a passage found by meaning alone shows its nearest
-        // chunk.
-        if document.links || !signals.bm25 {
-            read_passage(conn, &mut found.hit)?;
-        }
-        Ok(Some(found))
+        let Some(passage) = details.query_row([rowid], passage).optional()? else { return Ok(None) };
+        Ok(documents.row(conn, &passage.doc)?.and_then(|document| passage.matched(document, score, signals)))
     };
     let mut batch = (request.limit * 6).max(60);
     loop {
-        let matching = scores.as_ref().map_or(0, |r| r.len());
-        let bm25 = scores.as_mut().map(|r| r.best(batch)).unwrap_or_default();
+        let matching = ranked.as_ref().map_or(0, |r| r.len());
+        let bm25 = ranked.as_mut().map(|r| r.best(batch)).unwrap_or_default();
         let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
         let complete = matching <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
         let candidates = match &nearest {
@@ -1139,7 +1045,6 @@ fn execute(
         let nearest_chunk: HashMap<i64, usize> =
             nearest.iter().flat_map(|(n, _)| n.iter().map(|&(passage, _, ord)| (passage, ord))).collect();
         let mut matches = Vec::new();
-        let mut rowids = Vec::new();
         for &(rowid, score, signals) in &candidates {
             if let Some(mut found) = matched(rowid, score, signals)?.filter(|found| wanted(found)) {
                 if !signals.bm25 {
@@ -1148,28 +1053,25 @@ fn execute(
                         .and_then(|&ord| chunks(&[], &found.hit.text).into_iter().nth(ord));
                 }
                 matches.push(found);
-                rowids.push(rowid);
             }
         }
         if let Some(plan) = plan {
-            weigh_proximity(&mut matches, &rowids, terms, &plan.terms);
+            for m in &mut matches {
+                m.hit.score *=
+                    1.0 - PROXIMITY + PROXIMITY * window_coverage(&m.hit.text, &plan.terms, PROXIMITY_WORDS);
+            }
             let mut passages_of =
                 conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
-            lift_described(
-                &mut matches,
-                &plan.terms,
-                |id| {
-                    let rowids: Vec<i64> = passages_of
-                        .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?;
-                    let mut found = Vec::new();
-                    for rowid in rowids {
-                        found.extend(matched(rowid, 0.0, Signals::BM25)?.filter(|found| wanted(found)));
-                    }
-                    Ok(found)
-                },
-                |m| read_passage(conn, &mut m.hit).map(drop),
-            )?;
+            lift_described(&mut matches, &plan.terms, |id| {
+                let rowids: Vec<i64> = passages_of
+                    .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let mut found = Vec::new();
+                for rowid in rowids {
+                    found.extend(matched(rowid, 0.0, Signals::BM25)?.filter(|found| wanted(found)));
+                }
+                Ok(found)
+            })?;
         }
         if complete || matches.len() >= request.limit {
             return Ok(Matched {
@@ -1183,28 +1085,9 @@ fn execute(
 }
 
 /// How much of a passage's score depends on holding the query's words
-/// close together, within [`PROXIMITY_WORDS`] terms ([`closeness`]).
+/// close together, within [`PROXIMITY_WORDS`] words.
 const PROXIMITY: f64 = 0.5;
-const PROXIMITY_WORDS: u32 = 40;
-
-/// Weighs each of `matches` (of passages `rowids`) by [`PROXIMITY`]: how
-/// close together it holds the query's `terms`, by the positions of the
-/// terms counting for them (`counting`, from [`close_terms`]).
-fn weigh_proximity(
-    matches: &mut [Match],
-    rowids: &[i64],
-    counting: &[(Arc<Postings>, usize)],
-    terms: &[QueryTerm],
-) {
-    let mut order: Vec<usize> = (0..matches.len()).collect();
-    order.sort_unstable_by_key(|&i| rowids[i]);
-    let sorted: Vec<i64> = order.iter().map(|&i| rowids[i]).collect();
-    let counting: Vec<(&Postings, usize)> = counting.iter().map(|(p, t)| (&**p, *t)).collect();
-    let weights: Vec<f64> = terms.iter().map(|t| t.weight).collect();
-    for (&i, close) in order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS)) {
-        matches[i].hit.score *= 1.0 - PROXIMITY + PROXIMITY * close;
-    }
-}
+const PROXIMITY_WORDS: usize = 40;
 
 /// How much of a hub passage's score a child's passages gain from the hub's
 /// link line to it, when that line holds all the query's words: as much as
@@ -1224,14 +1107,11 @@ const DESCRIBED_PASSAGES: usize = 16;
 /// times the share of the query's weight the line holds (a tenth of it
 /// going by the share its own text holds, to order the child's passages);
 /// the passages of the best described documents that did not match at all
-/// are brought in (`passages_of`). `read` reads the text of a passage the
-/// search left out (see [`execute`]): a described document's own text is
-/// weighed.
+/// are brought in (`passages_of`).
 fn lift_described(
     matches: &mut Vec<Match>,
     terms: &[QueryTerm],
     mut passages_of: impl FnMut(&DocId) -> rusqlite::Result<Vec<Match>>,
-    mut read: impl FnMut(&mut Match) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     let mut described: HashMap<DocId, f64> = HashMap::new();
     for m in matches.iter() {
@@ -1257,7 +1137,6 @@ fn lift_described(
     }
     for m in matches.iter_mut() {
         if let Some(gain) = described.get(&m.hit.id) {
-            read(m)?;
             let own = 0.9 + 0.1 * coverage(&m.hit.text, terms);
             m.hit.score += ANCHOR_LIFT * gain * own;
         }
@@ -1289,49 +1168,52 @@ fn searched_text(conn: &Connection, passage: i64) -> rusqlite::Result<String> {
     .query_row([passage], |r| r.get(0))
 }
 
-/// Passage `rowid` as a match of `document`, with its score (BM25, or
-/// fused) and the rankings that found it, its heading, line and text not
-/// read yet ([`read_passage`]); none if the document's id is not one.
-fn unread(rowid: i64, document: &Document, score: f64, signals: Signals) -> Option<Match> {
-    Some(Match {
-        hit: Hit {
-            id: DocId::parse(&document.id).ok()?,
-            heading: String::new(),
-            heading_path: Vec::new(),
-            score,
-            path: Vec::new(),
-            excerpt: String::new(),
-            text: String::new(),
-            after: String::new(),
-            focus: None,
-            line: 0,
-            scope: document.scope,
-            stamp: document.stamp,
-            shared: false,
-            signals,
-            passage: Some(rowid),
-        },
-        document: document.signals.clone(),
+/// A passage's row, as the details query reads it.
+struct Passage {
+    doc: String,
+    heading_path: String,
+    text: String,
+    line: i64,
+    after: String,
+}
+
+fn passage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Passage> {
+    Ok(Passage {
+        doc: r.get(0)?,
+        heading_path: r.get(1)?,
+        text: r.get(2)?,
+        line: r.get(3)?,
+        after: r.get(4)?,
     })
 }
 
-/// Reads the heading, line and text of `hit`'s passage if they were left
-/// out; false if the passage is gone, or is not its document's any more
-/// (rowids start again in a new index).
-fn read_passage(conn: &Connection, hit: &mut Hit) -> rusqlite::Result<bool> {
-    let Some(rowid) = hit.passage else { return Ok(true) };
-    let row = conn
-        .prepare_cached("SELECT heading_path, text, line, after FROM passages WHERE rowid = ?1 AND doc = ?2")?
-        .query_row(params![rowid, hit.id.as_str()], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, i64>(2)?, r.get(3)?))
+impl Passage {
+    /// The passage as a match of `document`, with its score (BM25, or
+    /// fused) and the rankings that found it; none if its document's id is
+    /// not one.
+    fn matched(self, document: &Document, score: f64, signals: Signals) -> Option<Match> {
+        let id = DocId::parse(&self.doc).ok()?;
+        let heading_path: Vec<String> = serde_json::from_str(&self.heading_path).unwrap_or_default();
+        Some(Match {
+            hit: Hit {
+                heading: heading_path.last().cloned().unwrap_or_default(),
+                heading_path,
+                score,
+                path: Vec::new(),
+                excerpt: String::new(),
+                text: self.text,
+                after: self.after,
+                focus: None,
+                line: self.line as usize,
+                scope: document.scope,
+                stamp: document.stamp,
+                shared: false,
+                signals,
+                id,
+            },
+            document: document.signals.clone(),
         })
-        .optional()?;
-    let Some((heading_path, text, line, after)) = row else { return Ok(false) };
-    let heading_path: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
-    hit.heading = heading_path.last().cloned().unwrap_or_default();
-    hit.heading_path = heading_path;
-    (hit.text, hit.line, hit.after, hit.passage) = (text, line as usize, after, None);
-    Ok(true)
+    }
 }
 
 /// Words of the store one edit from `term` (two for words of eight
@@ -1492,64 +1374,6 @@ mod tests {
         let weights: Vec<(&str, f64)> = plan.words.iter().map(|t| (t.word.as_str(), t.weight)).collect();
         assert_eq!(weights.iter().map(|w| w.0).collect::<Vec<_>>(), ["postgres", "pgbouncer", "port"]);
         assert!(weights[1].1 > weights[0].1 && weights[0].1 > weights[2].1, "{weights:?}");
-    }
-
-    /// An index of `docs` (id, Markdown).
-    fn indexed(docs: &[(&str, &str)]) -> (tempfile::TempDir, SqliteIndex) {
-        let dir = tempfile::tempdir().unwrap();
-        let index = SqliteIndex::open(dir.path().join("index.sqlite")).unwrap();
-        let stamp = |text: &str| Stamp { len: text.len() as u64, modified_ns: 1, tag: 0 };
-        let docs: Vec<IndexedDoc> = docs
-            .iter()
-            .map(|(id, text)| IndexedDoc::from_text(DocId::parse(id).unwrap(), text, stamp(text)))
-            .collect();
-        index.upsert(&docs).unwrap();
-        (dir, index)
-    }
-
-    #[test]
-    fn a_query_word_counts_the_words_its_light_stem_starts_or_ends_as_itself() {
-        let (_dir, index) = indexed(&[(
-            "db",
-            "# DB\n\nPostgreSQL and postgres, on the internet or the internal network; config in configs.\n",
-        )]);
-        let conn = index.conn();
-        let mut reader = index.reader.lock().unwrap();
-        reader.refresh(&conn).unwrap();
-        let mut query = |words: &[&str]| {
-            let terms: Vec<QueryTerm> =
-                words.iter().map(|w| QueryTerm { word: (*w).into(), weight: 1.0 }).collect();
-            close_terms(&conn, &mut reader, &terms).unwrap()
-        };
-        let counted = |pairs: &[(&str, usize)]| -> Vec<(String, usize)> {
-            pairs.iter().map(|(t, i)| ((*t).to_owned(), *i)).collect()
-        };
-        assert_eq!(
-            query(&["postgres", "internal", "configuration", "postgresql"]),
-            counted(&[("postgr", 0), ("postgresql", 0), ("intern", 1), ("configur", 2), ("config", 2)]),
-            "`internet` is not `internal`, and `postgresql` counts for `postgres` before itself"
-        );
-        assert_eq!(query(&["db", "on"]), counted(&[("db", 0), ("on", 1)]), "short words only as themselves");
-    }
-
-    #[test]
-    fn the_hits_kept_read_their_passages_and_a_passage_written_over_is_dropped() {
-        let (_dir, index) = indexed(&[
-            ("cello", "# Cello\n\n## Exam\nThe cello exam is in May.\n"),
-            ("notes", "# Notes\n\nA cello exam, again.\n"),
-        ]);
-        let request = SearchRequest { query: "cello exam".into(), limit: 8, scope: None, under: None };
-        let mut hits: Vec<Hit> = index.search(&request).unwrap().matches.into_iter().map(|m| m.hit).collect();
-        assert_eq!(hits.len(), 2);
-        assert!(hits.iter().all(|h| h.passage.is_some() && h.text.is_empty()), "rows not read: {hits:?}");
-        let text = "# Notes\n\nNothing now.\n";
-        let stamp = Stamp { len: text.len() as u64, modified_ns: 2, tag: 0 };
-        index.upsert(&[IndexedDoc::from_text(DocId::parse("notes").unwrap(), text, stamp)]).unwrap();
-        index.passages(&mut hits).unwrap();
-        let read: Vec<(&str, &str, &str, usize)> =
-            hits.iter().map(|h| (h.id.as_str(), h.heading.as_str(), h.text.trim(), h.line)).collect();
-        assert_eq!(read, [("cello", "Exam", "The cello exam is in May.", 4)]);
-        assert!(hits[0].passage.is_none());
     }
 
     #[test]

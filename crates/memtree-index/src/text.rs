@@ -118,7 +118,7 @@ pub fn edit_distance(a: &str, b: &str, limit: usize) -> usize {
 /// A word without its common English inflection (`testing` → `test`), for
 /// telling which words of an excerpt matched; the index itself stems with
 /// Snowball's English stemmer (`terms.rs`).
-pub(crate) fn light_stem(word: &str) -> String {
+fn light_stem(word: &str) -> String {
     let word = word.to_lowercase();
     for suffix in
         ["ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "ly", "s"]
@@ -229,6 +229,39 @@ pub fn coverage(text: &str, terms: &[QueryTerm]) -> f64 {
     terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>() / total
 }
 
+/// The largest share of `terms`' weight that `window` neighbouring words of
+/// `text` hold together (0 without any weight): whether a passage says the
+/// query's words in one place or scatters them.
+pub fn window_coverage(text: &str, terms: &[QueryTerm], window: usize) -> f64 {
+    let total: f64 = terms.iter().map(|t| t.weight).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let sequence = Matcher::new(terms).sequence(text);
+    // Each term's count inside the window, which slides one word at a time.
+    let mut inside = vec![0usize; terms.len()];
+    let mut weight = 0.0;
+    let mut best: f64 = 0.0;
+    for (i, term) in sequence.iter().enumerate() {
+        if let Some(t) = *term {
+            inside[t] += 1;
+            if inside[t] == 1 {
+                weight += terms[t].weight;
+            }
+        }
+        if i >= window
+            && let Some(t) = sequence[i - window]
+        {
+            inside[t] -= 1;
+            if inside[t] == 0 {
+                weight -= terms[t].weight;
+            }
+        }
+        best = best.max(weight);
+    }
+    best / total
+}
+
 /// An excerpt takes lines until it shows this many words: a budget in
 /// words, not lines, so that a few one-word replies (`AAAAH!`) do not crowd
 /// out the line that answers (over the conversation set, 60 words gave
@@ -274,7 +307,8 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// [`words`]' iterator. It looks at bytes, decoding only the characters
-/// past ASCII: indexing and excerpts split every passage.
+/// past ASCII: splitting passages into words was half of weighing how close
+/// together they hold a query's words.
 struct Words<'a> {
     text: &'a str,
     at: usize,
@@ -511,6 +545,18 @@ mod tests {
             assert_eq!(fast.term_of(word), every.term_of(word), "{word}");
         }
         assert!(words(text).filter(|w| fast.term_of(w).is_some()).count() > 10);
+    }
+
+    #[test]
+    fn window_coverage_is_the_weight_held_close_together() {
+        let terms =
+            [QueryTerm { word: "cello".into(), weight: 3.0 }, QueryTerm { word: "exam".into(), weight: 1.0 }];
+        let apart = format!("cello {} exam", "word ".repeat(50));
+        assert_eq!(window_coverage(&apart, &terms, 40), 0.75, "the heavier word alone");
+        assert_eq!(window_coverage(&apart, &terms, 60), 1.0);
+        assert_eq!(window_coverage("the cello exam", &terms, 40), 1.0);
+        assert_eq!(window_coverage("nothing", &terms, 40), 0.0);
+        assert_eq!(window_coverage("cello", &[], 40), 0.0);
     }
 
     #[test]

@@ -31,9 +31,10 @@ fn results(index: &SqliteIndex) -> Vec<Vec<(String, String, u64)>> {
         .map(|q| {
             let request = SearchRequest { query: (*q).into(), limit: 8, scope: None, under: None };
             let found = index.search(&request).unwrap();
-            let mut hits: Vec<_> = found.matches.into_iter().map(|m| m.hit).collect();
-            index.passages(&mut hits).unwrap();
-            let hits = hits.into_iter().map(|h| (h.id.to_string(), h.heading, h.score.to_bits()));
+            let hits = found
+                .matches
+                .iter()
+                .map(|m| (m.hit.id.to_string(), m.hit.heading.clone(), m.hit.score.to_bits()));
             let weights = found.terms.iter().map(|t| (t.word.clone(), String::new(), t.weight.to_bits()));
             hits.chain(weights).collect()
         })

@@ -62,7 +62,7 @@ impl Memory {
     }
 
     /// The best `request.limit` hits by the ranking policy, with their
-    /// passages, paths and excerpts. The index ranks by BM25 alone, and the policy drops some of
+    /// paths and excerpts. The index ranks by BM25 alone, and the policy drops some of
     /// its matches: when too few are left, a larger batch is asked for.
     fn ranked(&self, index: &dyn SearchIndex, request: &SearchRequest) -> Result<Vec<Hit>, MemoryError> {
         let now_ns = self.settings.clock.now_ns();
@@ -78,7 +78,6 @@ impl Memory {
             wanted.limit *= 4;
         };
         let mut hits = ranking::rank(matches, limit, now_ns);
-        index.passages(&mut hits)?;
         let mut paths: HashMap<DocId, Vec<DocId>> = HashMap::new();
         for hit in &mut hits {
             if !paths.contains_key(&hit.id) {
