@@ -13,6 +13,9 @@ use memtree_core::{DocId, Stamp};
 
 use crate::storage::Record;
 
+/// Each document's text, and a tag unique to its version.
+pub(crate) type Texts = BTreeMap<DocId, (String, u64)>;
+
 /// How often the mirror is written to the cache folder while it changes.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
@@ -68,7 +71,7 @@ impl Mirror {
     }
 
     /// Fills the mirror with `docs` (text, tag), the documents at commit `seq`.
-    pub(crate) fn fill(&mut self, seq: u64, name: Option<String>, docs: BTreeMap<DocId, (String, u64)>) {
+    pub(crate) fn fill(&mut self, seq: u64, name: Option<String>, docs: Texts) {
         self.state = State { filled: true, seq, name, docs };
         self.save(true);
     }

@@ -21,7 +21,6 @@
 //! documents, brought up to the head by each lock (the records since are
 //! replayed; they hold full texts).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -31,7 +30,7 @@ use object_store::{
     ObjectMeta, ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use crate::mirror::Mirror;
+use crate::mirror::{Mirror, Texts};
 use crate::probe::Bucket;
 
 /// How long a sync of the mirror serves reads made outside any lock (a
@@ -46,9 +45,6 @@ const INTERRUPTED_AFTER: std::time::Duration = std::time::Duration::from_secs(30
 
 /// Where the store's own objects live, beside the documents.
 const META: &str = ".memtree";
-
-/// Each document's text, and a tag unique to its version.
-type Texts = BTreeMap<DocId, (String, u64)>;
 
 /// Times a machine reads every document into its mirror before it gives
 /// up, when other machines' changes keep removing documents meanwhile.
