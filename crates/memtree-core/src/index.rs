@@ -90,6 +90,9 @@ pub struct SearchRequest {
     pub scope: Option<Scope>,
     /// Only documents in this subtree (itself included).
     pub under: Option<DocId>,
+    /// The time the engine ranks at ([`crate::ranking::rank`]): an index
+    /// may leave out a match that ranking cannot put among the best `limit`.
+    pub now_ns: u64,
 }
 
 /// What an index answers: the passages that match, best BM25 score first,
@@ -307,8 +310,9 @@ pub trait SearchIndex: Send + Sync {
     /// words) with their context (the lines `after` it included), marked
     /// `**…**`, for a hit the engine keeps.
     fn excerpt(&self, passage: &str, after: &str, terms: &[QueryTerm]) -> String;
-    /// Ids from root down to the document's parent, by the indexed links.
-    fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
+    /// For each of `ids`, the ids from root down to the document's parent,
+    /// by the indexed links: all in one look at the index.
+    fn paths(&self, ids: &[&DocId]) -> Result<Vec<Vec<DocId>>, IndexError>;
     /// Every indexed document that links `id`.
     fn parents(&self, id: &DocId) -> Result<Vec<DocId>, IndexError>;
     fn record_use(&self, ids: &[DocId], now_ns: u64) -> Result<(), IndexError>;

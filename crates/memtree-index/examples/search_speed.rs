@@ -33,7 +33,7 @@ fn main() {
     let mut per_query = vec![Vec::new(); queries.len()];
     for _ in 0..rounds {
         for (i, q) in queries.iter().enumerate() {
-            let request = SearchRequest { query: q.clone(), limit: 8, scope: None, under: None };
+            let request = SearchRequest { query: q.clone(), limit: 8, scope: None, under: None, now_ns: 0 };
             let t = Instant::now();
             let found = index.search(&request).expect("search");
             per_query[i].push(t.elapsed().as_secs_f64() * 1e3);

@@ -1,11 +1,13 @@
 //! What searches look up of documents, kept until the index changes: each
-//! document's parent (for the hits' paths) and its row (stamp, scope and
-//! the signals ranking weighs). A search joins some sixty candidate
-//! passages to their documents, and the next search mostly the same ones:
-//! held here, each is a hash lookup instead of two B-tree descents, which
-//! were a third of a search's reading of the index file.
+//! document's parent (for the hits' paths) and its row (id, stamp, scope,
+//! the signals ranking weighs), by the rowid its passages name. A search
+//! joins some sixty candidate passages to their documents, and the next
+//! search mostly the same ones: held here, each is a hash lookup instead of
+//! B-tree descents, which were a third of a search's reading of the index
+//! file.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use memtree_core::front_matter::Scope;
 use memtree_core::index::DocumentSignals;
@@ -24,12 +26,14 @@ pub struct Documents {
     /// The index's change counters the documents are current at.
     at: (i64, u64),
     parents: HashMap<String, Option<String>>,
-    rows: HashMap<String, Option<Document>>,
+    /// By the rows' rowids, which passages name.
+    rows: HashMap<i64, Option<Document>>,
 }
 
 /// A document's row as its passages' matches carry it.
 #[derive(Debug, Clone)]
 pub struct Document {
+    pub id: String,
     pub stamp: Stamp,
     pub scope: Option<Scope>,
     pub signals: DocumentSignals,
@@ -61,20 +65,21 @@ impl Documents {
         Ok(parent)
     }
 
-    /// Document `id`'s row (none for a document not indexed), as of the
+    /// The document of `docs` row `rowid` (none for a row gone), as of the
     /// last [`Documents::check`].
-    pub fn row(&mut self, conn: &Connection, id: &str) -> rusqlite::Result<Option<&Document>> {
-        if !self.rows.contains_key(id) {
-            let row = conn
-                .prepare_cached(
-                    "SELECT d.len, d.mtime, d.tag, d.scope, d.priority, d.confidence, d.status, d.expires, u.count
-                     FROM docs d LEFT JOIN usage u ON u.id = d.id WHERE d.id = ?1",
+    pub fn row(&mut self, conn: &Connection, rowid: i64) -> rusqlite::Result<Option<&Document>> {
+        let row = match self.rows.entry(rowid) {
+            Entry::Occupied(held) => held.into_mut(),
+            Entry::Vacant(entry) => entry.insert(
+                conn.prepare_cached(
+                    "SELECT d.len, d.mtime, d.tag, d.scope, d.priority, d.confidence, d.status, d.expires, u.count, d.id
+                     FROM docs d LEFT JOIN usage u ON u.id = d.id WHERE d.rowid = ?1",
                 )?
-                .query_row([id], document)
-                .optional()?;
-            self.rows.insert(id.to_owned(), row);
-        }
-        Ok(self.rows[id].as_ref())
+                .query_row([rowid], document)
+                .optional()?,
+            ),
+        };
+        Ok(row.as_ref())
     }
 }
 
@@ -83,6 +88,7 @@ fn document(r: &rusqlite::Row<'_>) -> rusqlite::Result<Document> {
     let status: Option<String> = r.get(6)?;
     let scope: Option<String> = r.get(3)?;
     Ok(Document {
+        id: r.get(9)?,
         stamp: Stamp {
             len: r.get::<_, i64>(0)? as u64,
             modified_ns: r.get::<_, i64>(1)? as u64,

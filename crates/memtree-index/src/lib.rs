@@ -13,6 +13,7 @@ mod embedding;
 mod instances;
 mod inverted;
 mod postings;
+mod proximity;
 mod scoring;
 mod sqlite;
 mod terms;

@@ -230,14 +230,30 @@ impl Reader {
     pub fn length(&self, rowid: i64) -> u32 {
         self.lengths.get(rowid)
     }
+
+    /// What is known of passage `rowid` without reading its row, if it was
+    /// seen.
+    pub fn passage(&self, rowid: i64) -> Option<Passage> {
+        self.lengths.passage(rowid)
+    }
 }
 
-/// The length in terms of every passage this process has seen, by rowid.
-/// Rowids are never reused (`AUTOINCREMENT`), so a passage's length never
-/// changes and an update only appends those written since; a deleted
-/// passage's stays until the next full load, harmless, as no term leads to
-/// it. Lengths are found by rowid directly: a search looks up thousands. A
-/// new index (a schema change, a reindex) starts another generation.
+/// A passage's document (its `docs` rowid) and whether its text holds a
+/// link (`[[`), known without reading its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Passage {
+    pub document: i64,
+    pub links: bool,
+}
+
+/// The length in terms of every passage this process has seen, its
+/// document's row and whether it links, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
+/// neither ever changes and an update only appends the passages written
+/// since; a deleted passage's stay until the next full load, harmless, as
+/// no term leads to it. They are found by rowid directly: a search looks up
+/// thousands of lengths, and the documents of its sixty candidates without
+/// reading their rows. A new index (a schema change, a reindex) starts
+/// another generation.
 #[derive(Default)]
 struct Lengths {
     generation: i64,
@@ -245,6 +261,11 @@ struct Lengths {
     first: i64,
     /// By rowid from `first`; 0 for a rowid never seen.
     lengths: Vec<u32>,
+    /// The `docs` rowid of each (same order); 0 for one never seen, or past
+    /// `u32`.
+    documents: Vec<u32>,
+    /// Whether each holds a link (same order).
+    links: Vec<bool>,
     /// How many of `lengths` are passages seen.
     seen: usize,
 }
@@ -262,16 +283,23 @@ impl Lengths {
             *self = Lengths { generation, ..Lengths::default() };
         }
         let last = self.first + self.lengths.len() as i64 - 1;
-        let mut stmt =
-            conn.prepare_cached("SELECT rowid, tokens FROM passages WHERE rowid > ?1 ORDER BY rowid")?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT rowid, tokens, docrow, links FROM passages WHERE rowid > ?1 ORDER BY rowid",
+        )?;
         let mut rows = stmt.query(params![last.max(0)])?;
         while let Some(row) = rows.next()? {
-            let (rowid, length): (i64, u32) = (row.get(0)?, row.get(1)?);
+            let (rowid, length, document, links): (i64, u32, i64, bool) =
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
             if self.lengths.is_empty() {
                 self.first = rowid;
             }
-            self.lengths.resize((rowid - self.first) as usize, 0);
+            let at = (rowid - self.first) as usize;
+            self.lengths.resize(at, 0);
+            self.documents.resize(at, 0);
+            self.links.resize(at, false);
             self.lengths.push(length);
+            self.documents.push(u32::try_from(document).unwrap_or(0));
+            self.links.push(links);
             self.seen += 1;
         }
         Ok(Corpus {
@@ -283,7 +311,17 @@ impl Lengths {
     /// The length of passage `rowid` (0 if unknown: one written after the
     /// last refresh).
     fn get(&self, rowid: i64) -> u32 {
-        usize::try_from(rowid - self.first).ok().and_then(|i| self.lengths.get(i)).copied().unwrap_or(0)
+        self.at(rowid).map_or(0, |i| self.lengths[i])
+    }
+
+    fn passage(&self, rowid: i64) -> Option<Passage> {
+        let i = self.at(rowid)?;
+        let document = i64::from(self.documents[i]);
+        (document > 0).then(|| Passage { document, links: self.links[i] })
+    }
+
+    fn at(&self, rowid: i64) -> Option<usize> {
+        usize::try_from(rowid - self.first).ok().filter(|&i| i < self.lengths.len())
     }
 }
 

@@ -221,6 +221,61 @@ fn sum(lists: impl Iterator<Item = Vec<(i64, f64)>>) -> Vec<(i64, f64)> {
     total
 }
 
+/// The columns a passage's closeness is weighed in: its body's terms, and
+/// the CJK bigrams (of its document's title, its headings and its body).
+const CLOSE_COLUMNS: [u8; 2] = [4, 5];
+
+/// For each of `rowids` (in increasing order), the largest share of the
+/// query's weight that `window` neighbouring terms of its body hold, from
+/// the positions of the terms in `postings` (each counting for one of the
+/// query's terms, which weigh `weights`): does a passage say the query's
+/// words in one place or scatter them? A query term's weight counts once in
+/// a window however often it occurs there; a query in Chinese or Japanese
+/// is weighed in the bigrams' column.
+pub fn closeness(postings: &[(&Postings, usize)], weights: &[f64], rowids: &[i64], window: u32) -> Vec<f64> {
+    let total: f64 = weights.iter().sum();
+    let mut cursors: Vec<_> = postings.iter().map(|(p, t)| (p.cursor(), *t)).collect();
+    let mut held: Vec<(u8, u32, usize)> = Vec::new();
+    let mut inside = vec![0u32; weights.len()];
+    rowids
+        .iter()
+        .map(|&rowid| {
+            held.clear();
+            for (cursor, t) in &mut cursors {
+                let instances = cursor.seek(rowid).unwrap_or_default();
+                held.extend(
+                    instances
+                        .iter()
+                        .filter(|i| CLOSE_COLUMNS.contains(&i.column()))
+                        .map(|i| (i.column(), i.offset(), *t)),
+                );
+            }
+            held.sort_unstable();
+            // A window slides over the terms held, in order of position.
+            let (mut best, mut weight, mut first) = (0.0f64, 0.0, 0);
+            for &(column, offset, t) in &held {
+                while held[first].0 != column || offset - held[first].1 >= window {
+                    let gone = held[first].2;
+                    inside[gone] -= 1;
+                    if inside[gone] == 0 {
+                        weight -= weights[gone];
+                    }
+                    first += 1;
+                }
+                inside[t] += 1;
+                if inside[t] == 1 {
+                    weight += weights[t];
+                }
+                best = best.max(weight);
+            }
+            for &(_, _, t) in &held[first..] {
+                inside[t] -= 1;
+            }
+            if total > 0.0 { best / total } else { 0.0 }
+        })
+        .collect()
+}
+
 /// Whether an instance of one term and one of another in a passage stand
 /// within [`PHRASE_SPAN`] positions of each other in one column.
 fn side_by_side(a: Option<&[Instance]>, b: Option<&[Instance]>) -> bool {
@@ -249,6 +304,30 @@ mod tests {
 
     fn ranked(tiers: Tiers<'_>) -> Vec<i64> {
         scored(tiers, |_| 10).into_iter().map(|(rowid, _)| rowid).collect()
+    }
+
+    #[test]
+    fn closeness_is_the_weight_held_within_a_window_of_the_body() {
+        let weights = [3.0, 1.0];
+        // Passage 1: apart; 2 and 3: together; 4: together in the title.
+        let cello = postings(&[(1, 4, 0), (2, 4, 0), (3, 4, 5), (3, 4, 90), (4, 1, 0)]);
+        let exam = postings(&[(1, 4, 50), (2, 4, 2), (3, 4, 6), (4, 1, 1)]);
+        let close = closeness(&[(&cello, 0), (&exam, 1)], &weights, &[1, 2, 3, 4], 40);
+        assert_eq!(close, [0.75, 1.0, 1.0, 0.0], "the heavier word alone, then both, then neither");
+        // A longer term counting for `cello` (`cellos`) stands near `exam`.
+        let cellos = postings(&[(1, 4, 48)]);
+        assert_eq!(closeness(&[(&cello, 0), (&exam, 1), (&cellos, 0)], &weights, &[1], 40), [1.0]);
+        assert_eq!(closeness(&[(&cellos, 1)], &weights, &[1], 40), [0.25], "counted for its query term");
+        // Forty terms from the first to the last.
+        let (last, past) = (postings(&[(1, 4, 39)]), postings(&[(1, 4, 40)]));
+        assert_eq!(closeness(&[(&cello, 0), (&last, 1)], &weights, &[1], 40), [1.0]);
+        assert_eq!(closeness(&[(&cello, 0), (&past, 1)], &weights, &[1], 40), [0.75]);
+        // CJK bigrams are neighbours in their own column only.
+        let (a, b) = (postings(&[(1, 5, 3)]), postings(&[(1, 5, 4)]));
+        assert_eq!(closeness(&[(&a, 0), (&b, 1)], &weights, &[1], 40), [1.0]);
+        let (body, bigram) = (postings(&[(1, 4, 3)]), postings(&[(1, 5, 3)]));
+        assert_eq!(closeness(&[(&body, 0), (&bigram, 1)], &weights, &[1], 40), [0.75]);
+        assert_eq!(closeness(&[(&body, 0)], &[0.0], &[1], 40), [0.0], "no weight");
     }
 
     #[test]

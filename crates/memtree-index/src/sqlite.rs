@@ -10,7 +10,7 @@
 //! and a busy timeout let several memtree processes share the file; it is
 //! derived data, so `synchronous=NORMAL` is enough.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -26,12 +26,15 @@ use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, 
 use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::inverted;
-use crate::postings::{Change, Reader, counters};
-use crate::scoring::{Scores, Tiers, rank};
+use crate::postings::{Change, Passage, Reader, counters};
+use crate::proximity::{Candidate, PROXIMITY_WORDS, Ranking, read_where, settle, weighed};
+use crate::scoring::{Scores, Tiers, closeness, rank};
 use crate::terms::{Stems, term};
-use crate::text::{cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words};
+use crate::text::{
+    Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words,
+};
 
-const SCHEMA_VERSION: &str = "10";
+const SCHEMA_VERSION: &str = "12";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, chi
     PRIMARY KEY(parent, ord));
 CREATE INDEX IF NOT EXISTS links_child ON links(child);
 CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL,
-    heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL);
+    heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL,
+    docrow INTEGER NOT NULL, links INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL,
     passages INTEGER NOT NULL, tokens INTEGER NOT NULL, folded INTEGER NOT NULL, fresh INTEGER NOT NULL);
@@ -400,7 +404,7 @@ impl SearchIndex for SqliteIndex {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, links) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let (mut passages, mut tokens) = (0i64, 0i64);
             let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
@@ -420,6 +424,7 @@ impl SearchIndex for SqliteIndex {
                     doc.front.status.map(Status::as_str),
                     doc.front.expires,
                 ])?;
+                let docrow = tx.last_insert_rowid();
                 write_links(tx, &doc.id, &doc.links)?;
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 let (id_terms, title_terms, meta_terms) =
@@ -443,6 +448,8 @@ impl SearchIndex for SqliteIndex {
                         passage.line as i64,
                         passage.after,
                         length as i64,
+                        docrow,
+                        passage.text.contains(LINK_OPENING),
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     (passages, tokens) = (passages + 1, tokens + length as i64);
@@ -479,10 +486,17 @@ impl SearchIndex for SqliteIndex {
         })
     }
 
-    fn path(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
+    fn paths(&self, ids: &[&DocId]) -> Result<Vec<Vec<DocId>>, IndexError> {
         let conn = self.conn();
         let mut documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
-        documents.check(&conn).and_then(|()| path_to(&conn, &mut documents, id)).map_err(self.err())
+        // One read transaction: each statement on its own takes the file's
+        // shared lock again.
+        let snapshot = conn.unchecked_transaction().map_err(self.err())?;
+        documents.check(&snapshot).map_err(self.err())?;
+        let paths = ids.iter().map(|id| path_to(&snapshot, &mut documents, id)).collect::<Result<_, _>>();
+        let paths = paths.map_err(self.err())?;
+        snapshot.commit().map_err(self.err())?;
+        Ok(paths)
     }
 
     fn parents(&self, id: &DocId) -> Result<Vec<DocId>, IndexError> {
@@ -597,9 +611,9 @@ impl SearchIndex for SqliteIndex {
             // at all, and so whether its vector is worth making.
             let weight = match (&mut plan, self.dense.get()) {
                 (_, None) => 0.0,
-                (Some((plan, ranked)), Some(_)) => {
-                    dense_weight(best_coverage(&snapshot, plan, &ranked.best(1)).map_err(&err)?)
-                }
+                (Some(ranked), Some(_)) => dense_weight(
+                    best_coverage(&snapshot, &ranked.plan, &ranked.scores.best(1)).map_err(&err)?,
+                ),
                 (None, Some(_)) => dense_weight(0.0),
             };
             let dense = self.dense.get().filter(|_| readable && weight > 0.0);
@@ -633,9 +647,11 @@ impl SearchIndex for SqliteIndex {
                 return Ok(Matched { matches: vec![], complete: true, terms: vec![] });
             }
             let dense = nearest.as_ref().map(|f| (f as Nearest<'_>, weight));
+            let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
             let mut documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
             documents.check(&snapshot).map_err(&err)?;
-            let matched = execute(&snapshot, &mut documents, plan.as_mut(), dense, request).map_err(&err)?;
+            let matched =
+                execute(&snapshot, &reader, &mut documents, plan.as_mut(), dense, request).map_err(&err)?;
             drop(vectors);
             snapshot.commit().map_err(&err)?;
             return Ok(matched);
@@ -869,9 +885,14 @@ struct QueryPlan {
     pairs: Vec<(String, String)>,
 }
 
-/// A query's plan and the passages it matches with their BM25 scores
-/// ([`Scores::best`] sorts as many as needed).
-type Ranked = (QueryPlan, Scores);
+/// A query's plan, the passages it matches with their BM25 scores
+/// ([`Scores::best`] sorts as many as needed), and the postings of the
+/// terms that bound each plan term's closeness ([`close_terms`]).
+struct Ranked {
+    plan: QueryPlan,
+    scores: Scores,
+    close: Option<Vec<(Arc<Postings>, usize)>>,
+}
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
 fn idf(df: i64, passages: i64) -> f64 {
@@ -923,7 +944,42 @@ fn rank_query(conn: &Connection, reader: &mut Reader, query: &str) -> rusqlite::
         useless: useless.iter().map(|p| &**p).collect(),
         pairs,
     };
-    Ok(Some((plan, rank(tiers, corpus, |rowid| reader.length(rowid)))))
+    let scores = rank(tiers, corpus, |rowid| reader.length(rowid));
+    let close = match close_terms(conn, &plan.terms)? {
+        Some(close) => Some(
+            close
+                .into_iter()
+                .map(|(counted, i)| Ok((reader.postings(conn, &counted)?, i)))
+                .collect::<rusqlite::Result<_>>()?,
+        ),
+        None => None,
+    };
+    Ok(Some(Ranked { plan, scores, close }))
+}
+
+/// The index terms of the words that proximity matches to each of `terms`
+/// (as excerpts match them, by their light stems: [`Matcher`]), each with
+/// the first term it matches for some word: all the words documents are
+/// spelt with that start with a term's head are looked at. An index term
+/// also counts where it stands for a word that does not match (`firing`
+/// for `fire`): the positions of these terms bound the closeness of a
+/// passage, they do not measure it. None when a term is a CJK bigram.
+fn close_terms(conn: &Connection, terms: &[QueryTerm]) -> rusqlite::Result<Option<Vec<(String, usize)>>> {
+    let matcher = Matcher::new(terms);
+    let Some(heads) = matcher.heads() else { return Ok(None) };
+    let heads: BTreeSet<&String> = heads.iter().collect();
+    let mut spelt =
+        conn.prepare_cached("SELECT word FROM spellings WHERE word >= ?1 AND word < ?1 || char(1114111)")?;
+    let mut close = BTreeSet::new();
+    for head in heads {
+        for word in spelt.query_map([head], |r| r.get::<_, String>(0))? {
+            let word = word?;
+            if let Some(i) = matcher.term_of(&word) {
+                close.insert((term(&word), i));
+            }
+        }
+    }
+    Ok(Some(close.into_iter().collect()))
 }
 
 /// [`rank_query`]'s plan, given the number of passages, each word's
@@ -1001,14 +1057,15 @@ const PHRASE_QUERY_WORDS: usize = 3;
 /// Runs `plan`: its BM25 ranking alone, or fused with the nearest
 /// passages by meaning when `dense` gives them with their weight; then
 /// only the best candidates (six times the matches asked for, at least 60)
-/// are joined to their passage and document and filtered by scope and
-/// subtree; all that pass are returned, for the engine's ranking to
-/// choose from. When the filters leave fewer than asked for, the next,
-/// larger batch is taken.
+/// are joined to their document and filtered by scope and subtree; those
+/// that can be among the best `request.limit` the engine ranks are
+/// returned, for its ranking to choose from ([`settle`]). When the filters
+/// leave fewer than asked for, the next, larger batch is taken.
 fn execute(
     conn: &Connection,
+    reader: &Reader,
     documents: &mut Documents,
-    plan: Option<&mut Ranked>,
+    ranked: Option<&mut Ranked>,
     dense: Option<(Nearest<'_>, f64)>,
     request: &SearchRequest,
 ) -> rusqlite::Result<Matched> {
@@ -1016,20 +1073,29 @@ fn execute(
         Some(under) => Some(subtree(conn, under.as_str())?),
         None => None,
     };
-    let (plan, mut ranked) = match plan {
-        Some((plan, ranked)) => (Some(&*plan), Some(ranked)),
-        None => (None, None),
+    let (plan, close, mut scores) = match ranked {
+        Some(r) => (Some(&r.plan), r.close.as_deref(), Some(&mut r.scores)),
+        None => (None, None, None),
     };
-    let mut details =
-        conn.prepare_cached("SELECT doc, heading_path, text, line, after FROM passages WHERE rowid = ?1")?;
-    let mut matched = |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<Match>> {
-        let Some(passage) = details.query_row([rowid], passage).optional()? else { return Ok(None) };
-        Ok(documents.row(conn, &passage.doc)?.and_then(|document| passage.matched(document, score, signals)))
+    let ranking = Ranking::at(request.now_ns);
+    // A passage as a match of its document, its row not read, and whether
+    // its text holds a link.
+    let mut joined = |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<(Match, bool)>> {
+        let passage = match reader.passage(rowid) {
+            Some(passage) => Some(passage),
+            None => conn
+                .prepare_cached("SELECT docrow, links FROM passages WHERE rowid = ?1")?
+                .query_row([rowid], |r| Ok(Passage { document: r.get(0)?, links: r.get(1)? }))
+                .optional()?,
+        };
+        let Some(passage) = passage else { return Ok(None) };
+        let Some(document) = documents.row(conn, passage.document)? else { return Ok(None) };
+        Ok(unread(document, score, signals).map(|found| (found, passage.links)))
     };
     let mut batch = (request.limit * 6).max(60);
     loop {
-        let matching = ranked.as_ref().map_or(0, |r| r.len());
-        let bm25 = ranked.as_mut().map(|r| r.best(batch)).unwrap_or_default();
+        let matching = scores.as_ref().map_or(0, |r| r.len());
+        let bm25 = scores.as_mut().map(|r| r.best(batch)).unwrap_or_default();
         let nearest = dense.map(|(nearest, weight)| (nearest(batch), weight));
         let complete = matching <= batch && nearest.as_ref().is_none_or(|d| d.0.len() < batch);
         let candidates = match &nearest {
@@ -1044,35 +1110,63 @@ fn execute(
         // what an excerpt shows: no line of it holds a query word to go by.
         let nearest_chunk: HashMap<i64, usize> =
             nearest.iter().flat_map(|(n, _)| n.iter().map(|&(passage, _, ord)| (passage, ord))).collect();
-        let mut matches = Vec::new();
+        let read = |rowid: i64, found: &mut Match| -> rusqlite::Result<bool> {
+            if !read_passage(conn, rowid, &mut found.hit)? {
+                return Ok(false);
+            }
+            if !found.hit.signals.bm25 {
+                found.hit.focus = nearest_chunk
+                    .get(&rowid)
+                    .and_then(|&ord| chunks(&[], &found.hit.text).into_iter().nth(ord));
+            }
+            Ok(true)
+        };
+        let mut kept = Vec::new();
         for &(rowid, score, signals) in &candidates {
-            if let Some(mut found) = matched(rowid, score, signals)?.filter(|found| wanted(found)) {
-                if !signals.bm25 {
-                    found.hit.focus = nearest_chunk
-                        .get(&rowid)
-                        .and_then(|&ord| chunks(&[], &found.hit.text).into_iter().nth(ord));
-                }
-                matches.push(found);
+            if let Some((found, links)) = joined(rowid, score, signals)?.filter(|(found, _)| wanted(found)) {
+                kept.push((rowid, found, links));
             }
         }
-        if let Some(plan) = plan {
-            for m in &mut matches {
-                m.hit.score *=
-                    1.0 - PROXIMITY + PROXIMITY * window_coverage(&m.hit.text, &plan.terms, PROXIMITY_WORDS);
+        let matches = match plan {
+            Some(plan) => {
+                let mut matches =
+                    weigh_proximity(kept, plan, close, &ranking, request.limit, |rowid, found| {
+                        if !read(rowid, found)? {
+                            return Ok(false);
+                        }
+                        let closeness = window_coverage(&found.hit.text, &plan.terms, PROXIMITY_WORDS);
+                        found.hit.score = weighed(found.hit.score, closeness);
+                        Ok(true)
+                    })?;
+                let mut passages_of =
+                    conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
+                lift_described(&mut matches, &plan.terms, |id| {
+                    let rowids: Vec<i64> = passages_of
+                        .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
+                        .collect::<Result<_, _>>()?;
+                    let mut found = Vec::new();
+                    for rowid in rowids {
+                        if let Some((mut described, _)) =
+                            joined(rowid, 0.0, Signals::BM25)?.filter(|(found, _)| wanted(found))
+                            && read(rowid, &mut described)?
+                        {
+                            found.push(described);
+                        }
+                    }
+                    Ok(found)
+                })?;
+                matches
             }
-            let mut passages_of =
-                conn.prepare_cached("SELECT rowid FROM passages WHERE doc = ?1 LIMIT ?2")?;
-            lift_described(&mut matches, &plan.terms, |id| {
-                let rowids: Vec<i64> = passages_of
-                    .query_map(params![id.as_str(), DESCRIBED_PASSAGES as i64], |r| r.get(0))?
-                    .collect::<Result<_, _>>()?;
-                let mut found = Vec::new();
-                for rowid in rowids {
-                    found.extend(matched(rowid, 0.0, Signals::BM25)?.filter(|found| wanted(found)));
+            None => {
+                let mut matches = Vec::new();
+                for (rowid, mut found, _) in kept {
+                    if read(rowid, &mut found)? {
+                        matches.push(found);
+                    }
                 }
-                Ok(found)
-            })?;
-        }
+                matches
+            }
+        };
         if complete || matches.len() >= request.limit {
             return Ok(Matched {
                 matches,
@@ -1084,10 +1178,57 @@ fn execute(
     }
 }
 
-/// How much of a passage's score depends on holding the query's words
-/// close together, within [`PROXIMITY_WORDS`] words.
-const PROXIMITY: f64 = 0.5;
-const PROXIMITY_WORDS: usize = 40;
+/// The candidates (`kept`: rowid, match, whether its text links) that can
+/// be among the best `limit`, read (`weigh`: reads a row and weighs its
+/// score by proximity; false if it is gone). A passage that links is read
+/// first, for the documents its link lines describe ([`described`]), and
+/// so is a passage of a described document (its score is lifted by what
+/// its text says) or one found by meaning alone (its text shows its nearest
+/// chunk); the others are read as [`settle`] needs them, their closeness
+/// bounded by the positions of the `close` terms ([`close_terms`]), or not
+/// at all without them.
+fn weigh_proximity(
+    kept: Vec<(i64, Match, bool)>,
+    plan: &QueryPlan,
+    close: Option<&[(Arc<Postings>, usize)]>,
+    ranking: &Ranking,
+    limit: usize,
+    mut weigh: impl FnMut(i64, &mut Match) -> rusqlite::Result<bool>,
+) -> rusqlite::Result<Vec<Match>> {
+    let bounds = match close {
+        Some(close) => {
+            let mut order: Vec<usize> = (0..kept.len()).collect();
+            order.sort_unstable_by_key(|&i| kept[i].0);
+            let sorted: Vec<i64> = order.iter().map(|&i| kept[i].0).collect();
+            let counting: Vec<(&Postings, usize)> = close.iter().map(|(p, t)| (&**p, *t)).collect();
+            let weights: Vec<f64> = plan.terms.iter().map(|t| t.weight).collect();
+            let mut bounds = vec![1.0; kept.len()];
+            for (&i, bound) in
+                order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS as u32))
+            {
+                bounds[i] = bound;
+            }
+            bounds
+        }
+        None => vec![1.0; kept.len()],
+    };
+    let linking: HashSet<i64> =
+        kept.iter().filter(|(_, _, links)| *links).map(|(rowid, _, _)| *rowid).collect();
+    let candidates = kept
+        .into_iter()
+        .zip(bounds)
+        .map(|((rowid, found, _), bound)| {
+            let (signals, shown) = ranking.weigh(&found.document, found.hit.stamp.modified_ns);
+            Candidate { rowid, score: found.hit.score, bound, signals, shown, found, read: false }
+        })
+        .collect();
+    let mut read = |candidate: &mut Candidate| weigh(candidate.rowid, &mut candidate.found);
+    let candidates =
+        read_where(candidates, |c| linking.contains(&c.rowid) || !c.found.hit.signals.bm25, &mut read)?;
+    let lifted = described(candidates.iter().filter(|c| c.read).map(|c| &c.found), &plan.terms);
+    let candidates = read_where(candidates, |c| lifted.contains_key(&c.found.hit.id), &mut read)?;
+    settle(candidates, limit, read)
+}
 
 /// How much of a hub passage's score a child's passages gain from the hub's
 /// link line to it, when that line holds all the query's words: as much as
@@ -1113,18 +1254,7 @@ fn lift_described(
     terms: &[QueryTerm],
     mut passages_of: impl FnMut(&DocId) -> rusqlite::Result<Vec<Match>>,
 ) -> rusqlite::Result<()> {
-    let mut described: HashMap<DocId, f64> = HashMap::new();
-    for m in matches.iter() {
-        for line in m.hit.text.lines().filter(|l| l.contains("[[")) {
-            let gain = m.hit.score * coverage(line, terms);
-            if gain > 0.0 {
-                for id in parse_links(line).ids {
-                    let best = described.entry(id).or_default();
-                    *best = best.max(gain);
-                }
-            }
-        }
-    }
+    let described = described(matches.iter(), terms);
     if described.is_empty() {
         return Ok(());
     }
@@ -1144,6 +1274,28 @@ fn lift_described(
     matches.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
     Ok(())
 }
+
+/// The documents that the link lines of `matches` describe in the words of
+/// the query, each with the most a line gains it: the linking passage's
+/// score times the share of the query's weight the line holds.
+fn described<'a>(matches: impl Iterator<Item = &'a Match>, terms: &[QueryTerm]) -> HashMap<DocId, f64> {
+    let mut described: HashMap<DocId, f64> = HashMap::new();
+    for m in matches {
+        for line in m.hit.text.lines().filter(|l| l.contains(LINK_OPENING)) {
+            let gain = m.hit.score * coverage(line, terms);
+            if gain > 0.0 {
+                for id in parse_links(line).ids {
+                    let best = described.entry(id).or_default();
+                    *best = best.max(gain);
+                }
+            }
+        }
+    }
+    described
+}
+
+/// What opens a link: only a passage holding it can describe another.
+const LINK_OPENING: &str = "[[";
 
 /// The `k` passages nearest the query's vector, with their cosines.
 type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32, usize)>;
@@ -1168,52 +1320,47 @@ fn searched_text(conn: &Connection, passage: i64) -> rusqlite::Result<String> {
     .query_row([passage], |r| r.get(0))
 }
 
-/// A passage's row, as the details query reads it.
-struct Passage {
-    doc: String,
-    heading_path: String,
-    text: String,
-    line: i64,
-    after: String,
-}
-
-fn passage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Passage> {
-    Ok(Passage {
-        doc: r.get(0)?,
-        heading_path: r.get(1)?,
-        text: r.get(2)?,
-        line: r.get(3)?,
-        after: r.get(4)?,
+/// A passage as a match of `document`, with its score (BM25, or fused)
+/// and the rankings that found it, its heading, line and text not read yet
+/// ([`read_passage`]); none if the document's id is not one.
+fn unread(document: &Document, score: f64, signals: Signals) -> Option<Match> {
+    Some(Match {
+        hit: Hit {
+            id: DocId::parse(&document.id).ok()?,
+            heading: String::new(),
+            heading_path: Vec::new(),
+            score,
+            path: Vec::new(),
+            excerpt: String::new(),
+            text: String::new(),
+            after: String::new(),
+            focus: None,
+            line: 0,
+            scope: document.scope,
+            stamp: document.stamp,
+            shared: false,
+            signals,
+        },
+        document: document.signals.clone(),
     })
 }
 
-impl Passage {
-    /// The passage as a match of `document`, with its score (BM25, or
-    /// fused) and the rankings that found it; none if its document's id is
-    /// not one.
-    fn matched(self, document: &Document, score: f64, signals: Signals) -> Option<Match> {
-        let id = DocId::parse(&self.doc).ok()?;
-        let heading_path: Vec<String> = serde_json::from_str(&self.heading_path).unwrap_or_default();
-        Some(Match {
-            hit: Hit {
-                heading: heading_path.last().cloned().unwrap_or_default(),
-                heading_path,
-                score,
-                path: Vec::new(),
-                excerpt: String::new(),
-                text: self.text,
-                after: self.after,
-                focus: None,
-                line: self.line as usize,
-                scope: document.scope,
-                stamp: document.stamp,
-                shared: false,
-                signals,
-                id,
-            },
-            document: document.signals.clone(),
+/// Reads the heading, line and text of passage `rowid` into `hit`; false
+/// if the passage is gone, or is not its document's any more (rowids start
+/// again in a new index).
+fn read_passage(conn: &Connection, rowid: i64, hit: &mut Hit) -> rusqlite::Result<bool> {
+    let row = conn
+        .prepare_cached("SELECT heading_path, text, line, after FROM passages WHERE rowid = ?1 AND doc = ?2")?
+        .query_row(params![rowid, hit.id.as_str()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, i64>(2)?, r.get(3)?))
         })
-    }
+        .optional()?;
+    let Some((heading_path, text, line, after)) = row else { return Ok(false) };
+    let heading_path: Vec<String> = serde_json::from_str(&heading_path).unwrap_or_default();
+    hit.heading = heading_path.last().cloned().unwrap_or_default();
+    hit.heading_path = heading_path;
+    (hit.text, hit.line, hit.after) = (text, line as usize, after);
+    Ok(true)
 }
 
 /// Words of the store one edit from `term` (two for words of eight
@@ -1374,6 +1521,44 @@ mod tests {
         let weights: Vec<(&str, f64)> = plan.words.iter().map(|t| (t.word.as_str(), t.weight)).collect();
         assert_eq!(weights.iter().map(|w| w.0).collect::<Vec<_>>(), ["postgres", "pgbouncer", "port"]);
         assert!(weights[1].1 > weights[0].1 && weights[0].1 > weights[2].1, "{weights:?}");
+    }
+
+    /// An index of `docs` (id, Markdown).
+    fn indexed(docs: &[(&str, &str)]) -> (tempfile::TempDir, SqliteIndex) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = SqliteIndex::open(dir.path().join("index.sqlite")).unwrap();
+        let stamp = |text: &str| Stamp { len: text.len() as u64, modified_ns: 1, tag: 0 };
+        let docs: Vec<IndexedDoc> = docs
+            .iter()
+            .map(|(id, text)| IndexedDoc::from_text(DocId::parse(id).unwrap(), text, stamp(text)))
+            .collect();
+        index.upsert(&docs).unwrap();
+        (dir, index)
+    }
+
+    #[test]
+    fn the_terms_bounding_closeness_are_those_of_the_words_excerpts_match() {
+        let (_dir, index) = indexed(&[(
+            "db",
+            "# DB\n\nPostgreSQL and postgres, on the internet or the internal network; config in configs.\n\
+             The alert is firing, fires everywhere.\n",
+        )]);
+        let conn = index.conn();
+        let close = |words: &[&str]| {
+            let terms: Vec<QueryTerm> =
+                words.iter().map(|w| QueryTerm { word: (*w).into(), weight: 1.0 }).collect();
+            close_terms(&conn, &terms).unwrap()
+        };
+        let counted = |pairs: &[(&str, usize)]| -> Option<Vec<(String, usize)>> {
+            Some(pairs.iter().map(|(t, i)| ((*t).to_owned(), *i)).collect())
+        };
+        assert_eq!(
+            close(&["postgres", "internal", "configuration", "fire"]),
+            counted(&[("config", 2), ("intern", 1), ("postgr", 0), ("postgresql", 0)]),
+            "`internet` is not `internal`; `firing` and `fires` are not `fire` to the text's matcher"
+        );
+        assert_eq!(close(&["db", "on"]), counted(&[("db", 0), ("on", 1)]), "short words only as themselves");
+        assert_eq!(close(&["东京", "db"]), None, "a CJK bigram is found inside words: no bound");
     }
 
     #[test]

@@ -134,7 +134,7 @@ fn light_stem(word: &str) -> String {
 
 /// Tells which query term a word of the text is, the terms' stems worked
 /// out once for all the words an excerpt looks at.
-struct Matcher<'a> {
+pub(crate) struct Matcher<'a> {
     terms: &'a [QueryTerm],
     /// Each term's stem, or `None` for a CJK bigram (found inside words).
     stems: Vec<Option<String>>,
@@ -151,7 +151,7 @@ struct Matcher<'a> {
 const HEAD_LETTERS: usize = 4;
 
 impl<'a> Matcher<'a> {
-    fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
+    pub(crate) fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
         let stems: Vec<Option<String>> =
             terms.iter().map(|t| (!t.word.chars().any(is_cjk)).then(|| light_stem(&t.word))).collect();
         let heads =
@@ -159,8 +159,14 @@ impl<'a> Matcher<'a> {
         Matcher { terms, stems, heads }
     }
 
+    /// What every word that matches a term starts with, lower-cased (each
+    /// term's head); none when a term is a CJK bigram, found inside words.
+    pub(crate) fn heads(&self) -> Option<&[String]> {
+        self.heads.as_deref()
+    }
+
     /// The first term `word` matches.
-    fn term_of(&self, word: &str) -> Option<usize> {
+    pub(crate) fn term_of(&self, word: &str) -> Option<usize> {
         if let Some(heads) = &self.heads {
             let may = if word.is_ascii() {
                 let starts =

@@ -29,7 +29,7 @@ fn results(index: &SqliteIndex) -> Vec<Vec<(String, String, u64)>> {
     QUERIES
         .iter()
         .map(|q| {
-            let request = SearchRequest { query: (*q).into(), limit: 8, scope: None, under: None };
+            let request = SearchRequest { query: (*q).into(), limit: 8, scope: None, under: None, now_ns: 0 };
             let found = index.search(&request).unwrap();
             let hits = found
                 .matches
@@ -108,7 +108,7 @@ fn a_path_after_writes_follows_the_links_as_they_are() {
     let this = SqliteIndex::open(&path).unwrap();
     let id = |s: &str| DocId::parse(s).unwrap();
     let path_of = |index: &SqliteIndex, doc: &str| -> Vec<String> {
-        index.path(&id(doc)).unwrap().iter().map(ToString::to_string).collect()
+        index.paths(&[&id(doc)]).unwrap().concat().iter().map(ToString::to_string).collect()
     };
     this.upsert(&[
         doc("root", "# Root\n- [[infra]]\n- [[notes]]\n"),

@@ -375,7 +375,7 @@ fn a_write_queued_by_another_process_is_found_by_the_next_search() {
     other.enqueue(&[people("# People\n[[apiary]]\n")]).unwrap();
     // The links are in the link table at once, before any indexing.
     assert_eq!(other.parents(&id("apiary")).unwrap(), [id("people")]);
-    assert_eq!(other.path(&id("apiary")).unwrap(), [id("root"), id("people")]);
+    assert_eq!(other.paths(&[&id("apiary")]).unwrap(), [[id("root"), id("people")]]);
     other.enqueue(&[people("# People\nErin tends the apiary.\n"), Queued::deleted(id("scratch"))]).unwrap();
     assert_eq!(other.parents(&id("apiary")).unwrap(), []);
     let (through, queued) = other.queued().unwrap().expect("queued");
@@ -680,6 +680,7 @@ fn a_search_racing_the_writers_indexing_thread_finds_the_write() {
             limit: 8,
             scope: None,
             under: None,
+            now_ns: 0,
         };
         assert_eq!(other.search(&request).unwrap().matches.len(), 1, "round {round}");
         assert_eq!(cites(&reader, "carol platform"), ["people#People"], "round {round}");

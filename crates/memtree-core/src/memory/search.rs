@@ -38,6 +38,7 @@ impl Memory {
             limit: limit.clamp(1, 50),
             scope,
             under: under.cloned(),
+            now_ns: self.settings.clock.now_ns(),
         };
         // A hit from a document changed since it was indexed (by an editor,
         // before the watcher or the next reconciliation saw it) is indexed
@@ -65,7 +66,7 @@ impl Memory {
     /// paths and excerpts. The index ranks by BM25 alone, and the policy drops some of
     /// its matches: when too few are left, a larger batch is asked for.
     fn ranked(&self, index: &dyn SearchIndex, request: &SearchRequest) -> Result<Vec<Hit>, MemoryError> {
-        let now_ns = self.settings.clock.now_ns();
+        let now_ns = request.now_ns;
         let today = civil_date(now_ns / 1_000_000_000);
         let limit = request.limit;
         let mut wanted = request.clone();
@@ -78,12 +79,10 @@ impl Memory {
             wanted.limit *= 4;
         };
         let mut hits = ranking::rank(matches, limit, now_ns);
-        let mut paths: HashMap<DocId, Vec<DocId>> = HashMap::new();
-        for hit in &mut hits {
-            if !paths.contains_key(&hit.id) {
-                paths.insert(hit.id.clone(), index.path(&hit.id)?);
-            }
-            hit.path = paths[&hit.id].clone();
+        let ids: Vec<&DocId> = hits.iter().map(|hit| &hit.id).collect();
+        let paths = index.paths(&ids)?;
+        for (hit, path) in hits.iter_mut().zip(paths) {
+            hit.path = path;
             hit.excerpt = match &hit.focus {
                 Some(focus) => focus.clone(),
                 None => index.excerpt(&hit.text, &hit.after, &terms),

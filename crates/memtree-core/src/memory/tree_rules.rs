@@ -186,8 +186,8 @@ impl Memory {
     /// full text), else (no index, or a failing one) by the whole tree.
     pub(super) fn depth(&self, id: &DocId) -> Result<usize, MemoryError> {
         // The index is derived: when it fails, writes go on by the tree.
-        if let Some(path) = self.index.as_ref().and_then(|index| index.path(id).ok()) {
-            return Ok(path.len());
+        if let Some(mut paths) = self.index.as_ref().and_then(|index| index.paths(&[id]).ok()) {
+            return Ok(paths.pop().map_or(0, |path| path.len()));
         }
         Ok(self.tree_unlocked()?.0.depth(id))
     }
