@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use memtree_core::DocId;
 use memtree_core::front_matter::Scope;
 use memtree_core::index::DocumentSignals;
 use memtree_core::storage::Stamp;
@@ -33,7 +34,7 @@ pub struct Documents {
 /// A document's row as its passages' matches carry it.
 #[derive(Debug, Clone)]
 pub struct Document {
-    pub id: String,
+    pub id: DocId,
     pub stamp: Stamp,
     pub scope: Option<Scope>,
     pub signals: DocumentSignals,
@@ -76,19 +77,22 @@ impl Documents {
                      FROM docs d LEFT JOIN usage u ON u.id = d.id WHERE d.rowid = ?1",
                 )?
                 .query_row([rowid], document)
-                .optional()?,
+                .optional()?
+                .flatten(),
             ),
         };
         Ok(row.as_ref())
     }
 }
 
-fn document(r: &rusqlite::Row<'_>) -> rusqlite::Result<Document> {
+/// A `docs` row as a document; none if its id is not one.
+fn document(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Document>> {
     let confidence: Option<String> = r.get(5)?;
     let status: Option<String> = r.get(6)?;
     let scope: Option<String> = r.get(3)?;
-    Ok(Document {
-        id: r.get(9)?,
+    let Ok(id) = DocId::parse(&r.get::<_, String>(9)?) else { return Ok(None) };
+    Ok(Some(Document {
+        id,
         stamp: Stamp {
             len: r.get::<_, i64>(0)? as u64,
             modified_ns: r.get::<_, i64>(1)? as u64,
@@ -102,5 +106,5 @@ fn document(r: &rusqlite::Row<'_>) -> rusqlite::Result<Document> {
             expires: r.get(7)?,
             uses: r.get::<_, Option<i64>>(8)?.unwrap_or(0) as u64,
         },
-    })
+    }))
 }

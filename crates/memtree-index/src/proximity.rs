@@ -2,7 +2,7 @@
 //! and which of a search's candidates have their rows read to weigh it.
 //!
 //! Proximity is weighed on a passage's text, matching words as excerpts do
-//! ([`window_coverage`](crate::text::window_coverage)); reading sixty
+//! ([`Matcher::window_coverage`](crate::text::Matcher::window_coverage)); reading sixty
 //! candidates' rows for it was a quarter of a search. Yet most candidates
 //! cannot reach the best few, whatever their text says. Each has bounds on
 //! the score the engine's ranking ([`ranking`]) will give it: at least its

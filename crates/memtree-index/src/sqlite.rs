@@ -30,9 +30,7 @@ use crate::postings::{Change, Passage, Reader, counters};
 use crate::proximity::{Candidate, PROXIMITY_WORDS, Ranking, read_where, settle, weighed};
 use crate::scoring::{Scores, Tiers, closeness, rank};
 use crate::terms::{Stems, term};
-use crate::text::{
-    Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, window_coverage, words,
-};
+use crate::text::{Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, words};
 
 const SCHEMA_VERSION: &str = "12";
 
@@ -1090,7 +1088,7 @@ fn execute(
         };
         let Some(passage) = passage else { return Ok(None) };
         let Some(document) = documents.row(conn, passage.document)? else { return Ok(None) };
-        Ok(unread(document, score, signals).map(|found| (found, passage.links)))
+        Ok(Some((unread(document, score, signals), passage.links)))
     };
     let mut batch = (request.limit * 6).max(60);
     loop {
@@ -1129,12 +1127,13 @@ fn execute(
         }
         let matches = match plan {
             Some(plan) => {
+                let matcher = Matcher::new(&plan.terms);
                 let mut matches =
-                    weigh_proximity(kept, plan, close, &ranking, request.limit, |rowid, found| {
+                    weigh_proximity(kept, &matcher, close, &ranking, request.limit, |rowid, found| {
                         if !read(rowid, found)? {
                             return Ok(false);
                         }
-                        let closeness = window_coverage(&found.hit.text, &plan.terms, PROXIMITY_WORDS);
+                        let closeness = matcher.window_coverage(&found.hit.text, PROXIMITY_WORDS);
                         found.hit.score = weighed(found.hit.score, closeness);
                         Ok(true)
                     })?;
@@ -1189,7 +1188,7 @@ fn execute(
 /// at all without them.
 fn weigh_proximity(
     kept: Vec<(i64, Match, bool)>,
-    plan: &QueryPlan,
+    matcher: &Matcher<'_>,
     close: Option<&[(Arc<Postings>, usize)]>,
     ranking: &Ranking,
     limit: usize,
@@ -1201,7 +1200,7 @@ fn weigh_proximity(
             order.sort_unstable_by_key(|&i| kept[i].0);
             let sorted: Vec<i64> = order.iter().map(|&i| kept[i].0).collect();
             let counting: Vec<(&Postings, usize)> = close.iter().map(|(p, t)| (&**p, *t)).collect();
-            let weights: Vec<f64> = plan.terms.iter().map(|t| t.weight).collect();
+            let weights: Vec<f64> = matcher.terms().iter().map(|t| t.weight).collect();
             let mut bounds = vec![1.0; kept.len()];
             for (&i, bound) in
                 order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS as u32))
@@ -1225,7 +1224,7 @@ fn weigh_proximity(
     let mut read = |candidate: &mut Candidate| weigh(candidate.rowid, &mut candidate.found);
     let candidates =
         read_where(candidates, |c| linking.contains(&c.rowid) || !c.found.hit.signals.bm25, &mut read)?;
-    let lifted = described(candidates.iter().filter(|c| c.read).map(|c| &c.found), &plan.terms);
+    let lifted = described(candidates.iter().filter(|c| c.read).map(|c| &c.found), matcher);
     let candidates = read_where(candidates, |c| lifted.contains_key(&c.found.hit.id), &mut read)?;
     settle(candidates, limit, read)
 }
@@ -1254,7 +1253,8 @@ fn lift_described(
     terms: &[QueryTerm],
     mut passages_of: impl FnMut(&DocId) -> rusqlite::Result<Vec<Match>>,
 ) -> rusqlite::Result<()> {
-    let described = described(matches.iter(), terms);
+    let matcher = Matcher::new(terms);
+    let described = described(matches.iter(), &matcher);
     if described.is_empty() {
         return Ok(());
     }
@@ -1267,7 +1267,7 @@ fn lift_described(
     }
     for m in matches.iter_mut() {
         if let Some(gain) = described.get(&m.hit.id) {
-            let own = 0.9 + 0.1 * coverage(&m.hit.text, terms);
+            let own = 0.9 + 0.1 * matcher.coverage(&m.hit.text);
             m.hit.score += ANCHOR_LIFT * gain * own;
         }
     }
@@ -1278,11 +1278,11 @@ fn lift_described(
 /// The documents that the link lines of `matches` describe in the words of
 /// the query, each with the most a line gains it: the linking passage's
 /// score times the share of the query's weight the line holds.
-fn described<'a>(matches: impl Iterator<Item = &'a Match>, terms: &[QueryTerm]) -> HashMap<DocId, f64> {
+fn described<'a>(matches: impl Iterator<Item = &'a Match>, matcher: &Matcher<'_>) -> HashMap<DocId, f64> {
     let mut described: HashMap<DocId, f64> = HashMap::new();
     for m in matches {
         for line in m.hit.text.lines().filter(|l| l.contains(LINK_OPENING)) {
-            let gain = m.hit.score * coverage(line, terms);
+            let gain = m.hit.score * matcher.coverage(line);
             if gain > 0.0 {
                 for id in parse_links(line).ids {
                     let best = described.entry(id).or_default();
@@ -1322,11 +1322,11 @@ fn searched_text(conn: &Connection, passage: i64) -> rusqlite::Result<String> {
 
 /// A passage as a match of `document`, with its score (BM25, or fused)
 /// and the rankings that found it, its heading, line and text not read yet
-/// ([`read_passage`]); none if the document's id is not one.
-fn unread(document: &Document, score: f64, signals: Signals) -> Option<Match> {
-    Some(Match {
+/// ([`read_passage`]).
+fn unread(document: &Document, score: f64, signals: Signals) -> Match {
+    Match {
         hit: Hit {
-            id: DocId::parse(&document.id).ok()?,
+            id: document.id.clone(),
             heading: String::new(),
             heading_path: Vec::new(),
             score,
@@ -1342,7 +1342,7 @@ fn unread(document: &Document, score: f64, signals: Signals) -> Option<Match> {
             signals,
         },
         document: document.signals.clone(),
-    })
+    }
 }
 
 /// Reads the heading, line and text of passage `rowid` into `hit`; false

@@ -159,6 +159,10 @@ impl<'a> Matcher<'a> {
         Matcher { terms, stems, heads }
     }
 
+    pub(crate) fn terms(&self) -> &[QueryTerm] {
+        self.terms
+    }
+
     /// What every word that matches a term starts with, lower-cased (each
     /// term's head); none when a term is a CJK bigram, found inside words.
     pub(crate) fn heads(&self) -> Option<&[String]> {
@@ -223,49 +227,61 @@ impl<'a> Matcher<'a> {
 /// The share of `terms`' weight whose words `text` holds (0 without any
 /// weight): how much of a query a passage covers.
 pub fn coverage(text: &str, terms: &[QueryTerm]) -> f64 {
-    let total: f64 = terms.iter().map(|t| t.weight).sum();
-    if total <= 0.0 {
-        return 0.0;
-    }
-    let matcher = Matcher::new(terms);
-    let mut held = vec![false; terms.len()];
-    for i in matcher.sequence(text).into_iter().flatten() {
-        held[i] = true;
-    }
-    terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>() / total
+    Matcher::new(terms).coverage(text)
 }
 
-/// The largest share of `terms`' weight that `window` neighbouring words of
-/// `text` hold together (0 without any weight): whether a passage says the
-/// query's words in one place or scatters them.
-pub fn window_coverage(text: &str, terms: &[QueryTerm], window: usize) -> f64 {
-    let total: f64 = terms.iter().map(|t| t.weight).sum();
-    if total <= 0.0 {
-        return 0.0;
+impl Matcher<'_> {
+    /// The terms' total weight.
+    fn total(&self) -> f64 {
+        self.terms.iter().map(|t| t.weight).sum()
     }
-    let sequence = Matcher::new(terms).sequence(text);
-    // Each term's count inside the window, which slides one word at a time.
-    let mut inside = vec![0usize; terms.len()];
-    let mut weight = 0.0;
-    let mut best: f64 = 0.0;
-    for (i, term) in sequence.iter().enumerate() {
-        if let Some(t) = *term {
-            inside[t] += 1;
-            if inside[t] == 1 {
-                weight += terms[t].weight;
-            }
+
+    /// [`coverage`] of `text`, for a matcher used on many texts.
+    pub(crate) fn coverage(&self, text: &str) -> f64 {
+        let total = self.total();
+        if total <= 0.0 {
+            return 0.0;
         }
-        if i >= window
-            && let Some(t) = sequence[i - window]
-        {
-            inside[t] -= 1;
-            if inside[t] == 0 {
-                weight -= terms[t].weight;
-            }
+        let mut held = vec![false; self.terms.len()];
+        for i in words(text).filter_map(|w| self.term_of(w)) {
+            held[i] = true;
         }
-        best = best.max(weight);
+        self.terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>() / total
     }
-    best / total
+
+    /// The largest share of the terms' weight that `window` neighbouring
+    /// words of `text` hold together (0 without any weight): whether a
+    /// passage says the query's words in one place or scatters them.
+    pub(crate) fn window_coverage(&self, text: &str, window: usize) -> f64 {
+        let total = self.total();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let terms = self.terms;
+        let sequence = self.sequence(text);
+        // Each term's count inside the window, which slides one word at a time.
+        let mut inside = vec![0usize; terms.len()];
+        let mut weight = 0.0;
+        let mut best: f64 = 0.0;
+        for (i, term) in sequence.iter().enumerate() {
+            if let Some(t) = *term {
+                inside[t] += 1;
+                if inside[t] == 1 {
+                    weight += terms[t].weight;
+                }
+            }
+            if i >= window
+                && let Some(t) = sequence[i - window]
+            {
+                inside[t] -= 1;
+                if inside[t] == 0 {
+                    weight -= terms[t].weight;
+                }
+            }
+            best = best.max(weight);
+        }
+        best / total
+    }
 }
 
 /// An excerpt takes lines until it shows this many words: a budget in
@@ -558,11 +574,11 @@ mod tests {
         let terms =
             [QueryTerm { word: "cello".into(), weight: 3.0 }, QueryTerm { word: "exam".into(), weight: 1.0 }];
         let apart = format!("cello {} exam", "word ".repeat(50));
-        assert_eq!(window_coverage(&apart, &terms, 40), 0.75, "the heavier word alone");
-        assert_eq!(window_coverage(&apart, &terms, 60), 1.0);
-        assert_eq!(window_coverage("the cello exam", &terms, 40), 1.0);
-        assert_eq!(window_coverage("nothing", &terms, 40), 0.0);
-        assert_eq!(window_coverage("cello", &[], 40), 0.0);
+        assert_eq!(Matcher::new(&terms).window_coverage(&apart, 40), 0.75, "the heavier word alone");
+        assert_eq!(Matcher::new(&terms).window_coverage(&apart, 60), 1.0);
+        assert_eq!(Matcher::new(&terms).window_coverage("the cello exam", 40), 1.0);
+        assert_eq!(Matcher::new(&terms).window_coverage("nothing", 40), 0.0);
+        assert_eq!(Matcher::new(&[]).window_coverage("cello", 40), 0.0);
     }
 
     #[test]
