@@ -884,12 +884,20 @@ struct QueryPlan {
 }
 
 /// A query's plan, the passages it matches with their BM25 scores
-/// ([`Scores::best`] sorts as many as needed), and the postings of the
-/// terms that bound each plan term's closeness ([`close_terms`]).
+/// ([`Scores::best`] sorts as many as needed), and what bounds each plan
+/// term's closeness.
 struct Ranked {
     plan: QueryPlan,
     scores: Scores,
-    close: Option<Vec<(Arc<Postings>, usize)>>,
+    close: Option<Close>,
+}
+
+/// The postings of the terms that bound each plan term's closeness, with
+/// the plan term they count for ([`close_terms`]), and the plan terms taken
+/// to be in every window instead (held by most passages).
+struct Close {
+    postings: Vec<(Arc<Postings>, usize)>,
+    everywhere: Vec<bool>,
 }
 
 /// BM25's inverse document frequency of a word in `df` of `passages`.
@@ -944,12 +952,22 @@ fn rank_query(conn: &Connection, reader: &mut Reader, query: &str) -> rusqlite::
     };
     let scores = rank(tiers, corpus, |rowid| reader.length(rowid));
     let close = match close_terms(conn, &plan.terms)? {
-        Some(close) => Some(
-            close
+        Some(close) => {
+            // A term in most passages is taken to be in every window: its
+            // postings are the largest to read, its weight the least.
+            let mut everywhere = vec![false; plan.terms.len()];
+            for (counted, i) in &close {
+                if reader.df(conn, counted)? as f64 * 2.0 > corpus.passages {
+                    everywhere[*i] = true;
+                }
+            }
+            let postings = close
                 .into_iter()
+                .filter(|(_, i)| !everywhere[*i])
                 .map(|(counted, i)| Ok((reader.postings(conn, &counted)?, i)))
-                .collect::<rusqlite::Result<_>>()?,
-        ),
+                .collect::<rusqlite::Result<_>>()?;
+            Some(Close { postings, everywhere })
+        }
         None => None,
     };
     Ok(Some(Ranked { plan, scores, close }))
@@ -1072,7 +1090,7 @@ fn execute(
         None => None,
     };
     let (plan, close, mut scores) = match ranked {
-        Some(r) => (Some(&r.plan), r.close.as_deref(), Some(&mut r.scores)),
+        Some(r) => (Some(&r.plan), r.close.as_ref(), Some(&mut r.scores)),
         None => (None, None, None),
     };
     let ranking = Ranking::at(request.now_ns);
@@ -1189,28 +1207,13 @@ fn execute(
 fn weigh_proximity(
     kept: Vec<(i64, Match, bool)>,
     matcher: &Matcher<'_>,
-    close: Option<&[(Arc<Postings>, usize)]>,
+    close: Option<&Close>,
     ranking: &Ranking,
     limit: usize,
     mut weigh: impl FnMut(i64, &mut Match) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<Vec<Match>> {
-    let bounds = match close {
-        Some(close) => {
-            let mut order: Vec<usize> = (0..kept.len()).collect();
-            order.sort_unstable_by_key(|&i| kept[i].0);
-            let sorted: Vec<i64> = order.iter().map(|&i| kept[i].0).collect();
-            let counting: Vec<(&Postings, usize)> = close.iter().map(|(p, t)| (&**p, *t)).collect();
-            let weights: Vec<f64> = matcher.terms().iter().map(|t| t.weight).collect();
-            let mut bounds = vec![1.0; kept.len()];
-            for (&i, bound) in
-                order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS as u32))
-            {
-                bounds[i] = bound;
-            }
-            bounds
-        }
-        None => vec![1.0; kept.len()],
-    };
+    let rowids: Vec<i64> = kept.iter().map(|(rowid, _, _)| *rowid).collect();
+    let bounds = closeness_bounds(&rowids, matcher, close);
     let linking: HashSet<i64> =
         kept.iter().filter(|(_, _, links)| *links).map(|(rowid, _, _)| *rowid).collect();
     let candidates = kept
@@ -1227,6 +1230,26 @@ fn weigh_proximity(
     let lifted = described(candidates.iter().filter(|c| c.read).map(|c| &c.found), matcher);
     let candidates = read_where(candidates, |c| lifted.contains_key(&c.found.hit.id), &mut read)?;
     settle(candidates, limit, read)
+}
+
+/// The most closeness each passage of `rowids` can have: from the positions
+/// of the `close` terms, the plan terms they count for, plus the weight of
+/// the plan terms taken to be everywhere; 1 without them.
+fn closeness_bounds(rowids: &[i64], matcher: &Matcher<'_>, close: Option<&Close>) -> Vec<f64> {
+    let Some(close) = close else { return vec![1.0; rowids.len()] };
+    let mut order: Vec<usize> = (0..rowids.len()).collect();
+    order.sort_unstable_by_key(|&i| rowids[i]);
+    let sorted: Vec<i64> = order.iter().map(|&i| rowids[i]).collect();
+    let counting: Vec<(&Postings, usize)> = close.postings.iter().map(|(p, t)| (&**p, *t)).collect();
+    let weights: Vec<f64> = matcher.terms().iter().map(|t| t.weight).collect();
+    let total: f64 = weights.iter().sum();
+    let everywhere: f64 = weights.iter().zip(&close.everywhere).filter(|(_, e)| **e).map(|(w, _)| w).sum();
+    let everywhere = if total > 0.0 { everywhere / total } else { 0.0 };
+    let mut bounds = vec![1.0; rowids.len()];
+    for (&i, bound) in order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS as u32)) {
+        bounds[i] = (bound + everywhere).min(1.0);
+    }
+    bounds
 }
 
 /// How much of a hub passage's score a child's passages gain from the hub's
@@ -1559,6 +1582,61 @@ mod tests {
         );
         assert_eq!(close(&["db", "on"]), counted(&[("db", 0), ("on", 1)]), "short words only as themselves");
         assert_eq!(close(&["东京", "db"]), None, "a CJK bigram is found inside words: no bound");
+    }
+
+    #[test]
+    fn bounds_leave_out_only_what_reading_every_row_would_not_rank() {
+        // `team` is in most passages: taken to be in every window, its
+        // postings are not read for the bounds.
+        let mut docs: Vec<(String, String)> = (0..12)
+            .map(|i| (format!("n{i}"), format!("# Note {i}\n\nThe team met about item {i}, then lunch.\n")))
+            .collect();
+        docs.extend((0..12).map(|i| {
+            let filler = "word ".repeat(i * 7);
+            (format!("c{i}"), format!("# Cello {i}\n\nThe cello {filler} exam with the team, lesson {i}.\n"))
+        }));
+        let docs: Vec<(&str, &str)> = docs.iter().map(|(id, text)| (id.as_str(), text.as_str())).collect();
+        let (_dir, index) = indexed(&docs);
+        let conn = index.conn();
+        let request =
+            SearchRequest { query: "team cello exam".into(), limit: 3, scope: None, under: None, now_ns: 10 };
+        // With a limit past the candidates, no candidate can be left out:
+        // every row is read.
+        let search = |limit: usize| {
+            let mut reader = index.reader.lock().unwrap();
+            let mut ranked = rank_query(&conn, &mut reader, &request.query).unwrap().unwrap();
+            let close = ranked.close.as_ref().unwrap();
+            assert_eq!(close.everywhere, [true, false, false], "`team` is in most passages");
+            let mut documents = index.documents.lock().unwrap();
+            let request = SearchRequest { limit, ..request.clone() };
+            let matched = execute(&conn, &reader, &mut documents, Some(&mut ranked), None, &request).unwrap();
+            let read = matched.matches.len();
+            let hits = memtree_core::ranking::rank(matched.matches, 3, request.now_ns);
+            (hits.into_iter().map(|h| (h.id.to_string(), h.score.to_bits())).collect::<Vec<_>>(), read)
+        };
+        // No passage's text holds the query's words closer than its bound.
+        let mut reader = index.reader.lock().unwrap();
+        let ranked = rank_query(&conn, &mut reader, &request.query).unwrap().unwrap();
+        let matcher = Matcher::new(&ranked.plan.terms);
+        let texts: Vec<(i64, String)> = conn
+            .prepare("SELECT rowid, text FROM passages")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let rowids: Vec<i64> = texts.iter().map(|(rowid, _)| *rowid).collect();
+        let bounds = closeness_bounds(&rowids, &matcher, ranked.close.as_ref());
+        for ((_, text), bound) in texts.iter().zip(&bounds) {
+            let closeness = matcher.window_coverage(text, PROXIMITY_WORDS);
+            assert!(closeness <= bound + 1e-12, "{closeness} > {bound}: {text}");
+        }
+        assert!(bounds.contains(&1.0), "`cello exam with the team` holds every word together");
+        drop(reader);
+        let ((bounded, read), (every, all)) = (search(3), search(1000));
+        assert_eq!(bounded, every);
+        assert_eq!(all, 12, "the passages holding `cello` or `exam`");
+        assert!(read < all, "{read} of {all} candidates read");
     }
 
     #[test]
