@@ -238,16 +238,24 @@ impl Reader {
     }
 }
 
-/// A passage's document (its `docs` rowid) and whether its text holds a
-/// link (`[[`), known without reading its row.
+/// What is known of a passage without reading its row: its document (its
+/// `docs` rowid), whether its text holds a link (`[[`), and whether a word
+/// of it is several index terms (letters on both sides of CJK: `ReactとVue`),
+/// so that its terms' positions are not its words' places.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Passage {
     pub document: i64,
     pub links: bool,
+    pub split_words: bool,
 }
 
+/// [`Passage::links`] and [`Passage::split_words`] as the index stores
+/// them, bits of `passages.flags`.
+pub const LINKS: u8 = 1;
+pub const SPLIT_WORDS: u8 = 2;
+
 /// The length in terms of every passage this process has seen, its
-/// document's row and whether it links, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
+/// document's row and its flags, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
 /// neither ever changes and an update only appends the passages written
 /// since; a deleted passage's stay until the next full load, harmless, as
 /// no term leads to it. They are found by rowid directly: a search looks up
@@ -264,8 +272,8 @@ struct Lengths {
     /// The `docs` rowid of each (same order); 0 for one never seen, or past
     /// `u32`.
     documents: Vec<u32>,
-    /// Whether each holds a link (same order).
-    links: Vec<bool>,
+    /// The flags of each (same order; [`LINKS`], [`SPLIT_WORDS`]).
+    flags: Vec<u8>,
     /// How many of `lengths` are passages seen.
     seen: usize,
 }
@@ -284,11 +292,11 @@ impl Lengths {
         }
         let last = self.first + self.lengths.len() as i64 - 1;
         let mut stmt = conn.prepare_cached(
-            "SELECT rowid, tokens, docrow, links FROM passages WHERE rowid > ?1 ORDER BY rowid",
+            "SELECT rowid, tokens, docrow, flags FROM passages WHERE rowid > ?1 ORDER BY rowid",
         )?;
         let mut rows = stmt.query(params![last.max(0)])?;
         while let Some(row) = rows.next()? {
-            let (rowid, length, document, links): (i64, u32, i64, bool) =
+            let (rowid, length, document, flags): (i64, u32, i64, u8) =
                 (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
             if self.lengths.is_empty() {
                 self.first = rowid;
@@ -296,10 +304,10 @@ impl Lengths {
             let at = (rowid - self.first) as usize;
             self.lengths.resize(at, 0);
             self.documents.resize(at, 0);
-            self.links.resize(at, false);
+            self.flags.resize(at, 0);
             self.lengths.push(length);
             self.documents.push(u32::try_from(document).unwrap_or(0));
-            self.links.push(links);
+            self.flags.push(flags);
             self.seen += 1;
         }
         Ok(Corpus {
@@ -317,7 +325,12 @@ impl Lengths {
     fn passage(&self, rowid: i64) -> Option<Passage> {
         let i = self.at(rowid)?;
         let document = i64::from(self.documents[i]);
-        (document > 0).then(|| Passage { document, links: self.links[i] })
+        let flags = self.flags[i];
+        (document > 0).then_some(Passage {
+            document,
+            links: flags & LINKS != 0,
+            split_words: flags & SPLIT_WORDS != 0,
+        })
     }
 
     fn at(&self, rowid: i64) -> Option<usize> {

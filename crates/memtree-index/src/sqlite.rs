@@ -26,13 +26,13 @@ use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, 
 use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::inverted;
-use crate::postings::{Change, Passage, Reader, counters};
+use crate::postings::{Change, LINKS, Passage, Reader, SPLIT_WORDS, counters};
 use crate::proximity::{Candidate, PROXIMITY_WORDS, Ranking, read_where, settle, weighed};
 use crate::scoring::{Scores, Tiers, closeness, rank};
 use crate::terms::{Stems, term};
 use crate::text::{Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, words};
 
-const SCHEMA_VERSION: &str = "12";
+const SCHEMA_VERSION: &str = "13";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS links(parent TEXT NOT NULL, ord INTEGER NOT NULL, chi
 CREATE INDEX IF NOT EXISTS links_child ON links(child);
 CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL,
     heading_path TEXT NOT NULL, text TEXT NOT NULL, line INTEGER NOT NULL, after TEXT NOT NULL, tokens INTEGER NOT NULL,
-    docrow INTEGER NOT NULL, links INTEGER NOT NULL);
+    docrow INTEGER NOT NULL, flags INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_doc ON passages(doc);
 CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL,
     passages INTEGER NOT NULL, tokens INTEGER NOT NULL, folded INTEGER NOT NULL, fresh INTEGER NOT NULL);
@@ -402,7 +402,7 @@ impl SearchIndex for SqliteIndex {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, links) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let (mut passages, mut tokens) = (0i64, 0i64);
             let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
@@ -447,7 +447,7 @@ impl SearchIndex for SqliteIndex {
                         passage.after,
                         length as i64,
                         docrow,
-                        passage.text.contains(LINK_OPENING),
+                        passage_flags(&passage.text),
                     ])?;
                     let rowid = tx.last_insert_rowid();
                     (passages, tokens) = (passages + 1, tokens + length as i64);
@@ -1094,20 +1094,28 @@ fn execute(
         None => (None, None, None),
     };
     let ranking = Ranking::at(request.now_ns);
-    // A passage as a match of its document, its row not read, and whether
-    // its text holds a link.
-    let mut joined = |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<(Match, bool)>> {
-        let passage = match reader.passage(rowid) {
-            Some(passage) => Some(passage),
-            None => conn
-                .prepare_cached("SELECT docrow, links FROM passages WHERE rowid = ?1")?
-                .query_row([rowid], |r| Ok(Passage { document: r.get(0)?, links: r.get(1)? }))
-                .optional()?,
+    // A passage as a match of its document, its row not read, and what is
+    // known of it.
+    let mut joined =
+        |rowid: i64, score: f64, signals: Signals| -> rusqlite::Result<Option<(Match, Passage)>> {
+            let passage = match reader.passage(rowid) {
+                Some(passage) => Some(passage),
+                None => conn
+                    .prepare_cached("SELECT docrow, flags FROM passages WHERE rowid = ?1")?
+                    .query_row([rowid], |r| {
+                        let flags: u8 = r.get(1)?;
+                        Ok(Passage {
+                            document: r.get(0)?,
+                            links: flags & LINKS != 0,
+                            split_words: flags & SPLIT_WORDS != 0,
+                        })
+                    })
+                    .optional()?,
+            };
+            let Some(passage) = passage else { return Ok(None) };
+            let Some(document) = documents.row(conn, passage.document)? else { return Ok(None) };
+            Ok(Some((unread(document, score, signals), passage)))
         };
-        let Some(passage) = passage else { return Ok(None) };
-        let Some(document) = documents.row(conn, passage.document)? else { return Ok(None) };
-        Ok(Some((unread(document, score, signals), passage.links)))
-    };
     let mut batch = (request.limit * 6).max(60);
     loop {
         let matching = scores.as_ref().map_or(0, |r| r.len());
@@ -1139,8 +1147,9 @@ fn execute(
         };
         let mut kept = Vec::new();
         for &(rowid, score, signals) in &candidates {
-            if let Some((found, links)) = joined(rowid, score, signals)?.filter(|(found, _)| wanted(found)) {
-                kept.push((rowid, found, links));
+            if let Some((found, passage)) = joined(rowid, score, signals)?.filter(|(found, _)| wanted(found))
+            {
+                kept.push((rowid, found, passage));
             }
         }
         let matches = match plan {
@@ -1195,7 +1204,7 @@ fn execute(
     }
 }
 
-/// The candidates (`kept`: rowid, match, whether its text links) that can
+/// The candidates (`kept`: rowid, match, what is known of it) that can
 /// be among the best `limit`, read (`weigh`: reads a row and weighs its
 /// score by proximity; false if it is gone). A passage that links is read
 /// first, for the documents its link lines describe ([`described`]), and
@@ -1205,7 +1214,7 @@ fn execute(
 /// bounded by the positions of the `close` terms ([`close_terms`]), or not
 /// at all without them.
 fn weigh_proximity(
-    kept: Vec<(i64, Match, bool)>,
+    kept: Vec<(i64, Match, Passage)>,
     matcher: &Matcher<'_>,
     close: Option<&Close>,
     ranking: &Ranking,
@@ -1213,9 +1222,14 @@ fn weigh_proximity(
     mut weigh: impl FnMut(i64, &mut Match) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<Vec<Match>> {
     let rowids: Vec<i64> = kept.iter().map(|(rowid, _, _)| *rowid).collect();
-    let bounds = closeness_bounds(&rowids, matcher, close);
+    let mut bounds = closeness_bounds(&rowids, matcher, close);
+    for (bound, (_, _, passage)) in bounds.iter_mut().zip(&kept) {
+        if passage.split_words {
+            *bound = 1.0;
+        }
+    }
     let linking: HashSet<i64> =
-        kept.iter().filter(|(_, _, links)| *links).map(|(rowid, _, _)| *rowid).collect();
+        kept.iter().filter(|(_, _, passage)| passage.links).map(|(rowid, _, _)| *rowid).collect();
     let candidates = kept
         .into_iter()
         .zip(bounds)
@@ -1319,6 +1333,14 @@ fn described<'a>(matches: impl Iterator<Item = &'a Match>, matcher: &Matcher<'_>
 
 /// What opens a link: only a passage holding it can describe another.
 const LINK_OPENING: &str = "[[";
+
+/// The flags a passage of `text` is stored with ([`Passage`]).
+fn passage_flags(text: &str) -> u8 {
+    let links = if text.contains(LINK_OPENING) { LINKS } else { 0 };
+    let split =
+        words(text).any(|w| w.split(crate::text::is_cjk).filter(|piece| !piece.is_empty()).nth(1).is_some());
+    links | if split { SPLIT_WORDS } else { 0 }
+}
 
 /// The `k` passages nearest the query's vector, with their cosines.
 type Nearest<'a> = &'a dyn Fn(usize) -> Vec<(i64, f32, usize)>;
@@ -1637,6 +1659,18 @@ mod tests {
         assert_eq!(bounded, every);
         assert_eq!(all, 12, "the passages holding `cello` or `exam`");
         assert!(read < all, "{read} of {all} candidates read");
+    }
+
+    #[test]
+    fn a_passage_is_stored_with_whether_it_links_and_whether_its_words_split() {
+        assert_eq!(passage_flags("See [[infra]]."), LINKS);
+        assert_eq!(
+            passage_flags("ReactとVueの比較"),
+            SPLIT_WORDS,
+            "`React` and `Vue` are two terms of one word"
+        );
+        assert_eq!(passage_flags("東京 tokyo東京, 東京タワー"), 0, "one term a word at most");
+        assert_eq!(passage_flags("- [[a]] v2東京v3"), LINKS | SPLIT_WORDS);
     }
 
     #[test]
