@@ -221,21 +221,21 @@ fn sum(lists: impl Iterator<Item = Vec<(i64, f64)>>) -> Vec<(i64, f64)> {
     total
 }
 
-/// The columns a passage's closeness is weighed in: its body's terms, and
-/// the CJK bigrams (of its document's title, its headings and its body).
-const CLOSE_COLUMNS: [u8; 2] = [4, 5];
+/// The column of a passage's body, whose terms' positions are its words'
+/// places.
+const BODY: u8 = 4;
 
 /// For each of `rowids` (in increasing order), the largest share of the
 /// query's weight that `window` neighbouring terms of its body hold, from
 /// the positions of the terms in `postings` (each counting for one of the
 /// query's terms, which weigh `weights`): does a passage say the query's
 /// words in one place or scatter them? A query term's weight counts once in
-/// a window however often it occurs there; a query in Chinese or Japanese
-/// is weighed in the bigrams' column.
+/// a window however often it occurs there. Search bounds the closeness of
+/// a passage's text with it (`proximity.rs`).
 pub fn closeness(postings: &[(&Postings, usize)], weights: &[f64], rowids: &[i64], window: u32) -> Vec<f64> {
     let total: f64 = weights.iter().sum();
     let mut cursors: Vec<_> = postings.iter().map(|(p, t)| (p.cursor(), *t)).collect();
-    let mut held: Vec<(u8, u32, usize)> = Vec::new();
+    let mut held: Vec<(u32, usize)> = Vec::new();
     let mut inside = vec![0u32; weights.len()];
     rowids
         .iter()
@@ -243,19 +243,14 @@ pub fn closeness(postings: &[(&Postings, usize)], weights: &[f64], rowids: &[i64
             held.clear();
             for (cursor, t) in &mut cursors {
                 let instances = cursor.seek(rowid).unwrap_or_default();
-                held.extend(
-                    instances
-                        .iter()
-                        .filter(|i| CLOSE_COLUMNS.contains(&i.column()))
-                        .map(|i| (i.column(), i.offset(), *t)),
-                );
+                held.extend(instances.iter().filter(|i| i.column() == BODY).map(|i| (i.offset(), *t)));
             }
             held.sort_unstable();
             // A window slides over the terms held, in order of position.
             let (mut best, mut weight, mut first) = (0.0f64, 0.0, 0);
-            for &(column, offset, t) in &held {
-                while held[first].0 != column || offset - held[first].1 >= window {
-                    let gone = held[first].2;
+            for &(offset, t) in &held {
+                while offset - held[first].0 >= window {
+                    let gone = held[first].1;
                     inside[gone] -= 1;
                     if inside[gone] == 0 {
                         weight -= weights[gone];
@@ -268,7 +263,7 @@ pub fn closeness(postings: &[(&Postings, usize)], weights: &[f64], rowids: &[i64
                 }
                 best = best.max(weight);
             }
-            for &(_, _, t) in &held[first..] {
+            for &(_, t) in &held[first..] {
                 inside[t] -= 1;
             }
             if total > 0.0 { best / total } else { 0.0 }
@@ -322,9 +317,7 @@ mod tests {
         let (last, past) = (postings(&[(1, 4, 39)]), postings(&[(1, 4, 40)]));
         assert_eq!(closeness(&[(&cello, 0), (&last, 1)], &weights, &[1], 40), [1.0]);
         assert_eq!(closeness(&[(&cello, 0), (&past, 1)], &weights, &[1], 40), [0.75]);
-        // CJK bigrams are neighbours in their own column only.
-        let (a, b) = (postings(&[(1, 5, 3)]), postings(&[(1, 5, 4)]));
-        assert_eq!(closeness(&[(&a, 0), (&b, 1)], &weights, &[1], 40), [1.0]);
+        // Only the body counts.
         let (body, bigram) = (postings(&[(1, 4, 3)]), postings(&[(1, 5, 3)]));
         assert_eq!(closeness(&[(&body, 0), (&bigram, 1)], &weights, &[1], 40), [0.75]);
         assert_eq!(closeness(&[(&body, 0)], &[0.0], &[1], 40), [0.0], "no weight");
