@@ -240,19 +240,20 @@ impl Reader {
 
 /// What is known of a passage without reading its row: its document (its
 /// `docs` rowid), whether its text holds a link (`[[`), and whether a word
-/// of it is several index terms (letters on both sides of CJK: `ReactとVue`),
-/// so that its terms' positions are not its words' places.
+/// of it mixes CJK with other letters (`東京でReact`, `ReactとVue`): the
+/// index keeps those letters as terms of their own, which the typo
+/// vocabulary does not hold and whose positions are not the words' places.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Passage {
     pub document: i64,
     pub links: bool,
-    pub split_words: bool,
+    pub mixed_words: bool,
 }
 
-/// [`Passage::links`] and [`Passage::split_words`] as the index stores
+/// [`Passage::links`] and [`Passage::mixed_words`] as the index stores
 /// them, bits of `passages.flags`.
 pub const LINKS: u8 = 1;
-pub const SPLIT_WORDS: u8 = 2;
+pub const MIXED_WORDS: u8 = 2;
 
 /// The length in terms of every passage this process has seen, its
 /// document's row and its flags, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
@@ -272,7 +273,7 @@ struct Lengths {
     /// The `docs` rowid of each (same order); 0 for one never seen, or past
     /// `u32`.
     documents: Vec<u32>,
-    /// The flags of each (same order; [`LINKS`], [`SPLIT_WORDS`]).
+    /// The flags of each (same order; [`LINKS`], [`MIXED_WORDS`]).
     flags: Vec<u8>,
     /// How many of `lengths` are passages seen.
     seen: usize,
@@ -329,7 +330,7 @@ impl Lengths {
         (document > 0).then_some(Passage {
             document,
             links: flags & LINKS != 0,
-            split_words: flags & SPLIT_WORDS != 0,
+            mixed_words: flags & MIXED_WORDS != 0,
         })
     }
 

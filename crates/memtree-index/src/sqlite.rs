@@ -26,13 +26,13 @@ use crate::dense::{Encoder, VectorCache, chunk_key, chunks, dense_weight, fuse, 
 use crate::documents::{Document, Documents};
 use crate::instances::Postings;
 use crate::inverted;
-use crate::postings::{Change, LINKS, Passage, Reader, SPLIT_WORDS, counters};
+use crate::postings::{Change, LINKS, MIXED_WORDS, Passage, Reader, counters};
 use crate::proximity::{Candidate, PROXIMITY_WORDS, Ranking, read_where, settle, weighed};
 use crate::scoring::{Scores, Tiers, closeness, rank};
 use crate::terms::{Stems, term};
 use crate::text::{Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, words};
 
-const SCHEMA_VERSION: &str = "13";
+const SCHEMA_VERSION: &str = "14";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -1107,7 +1107,7 @@ fn execute(
                         Ok(Passage {
                             document: r.get(0)?,
                             links: flags & LINKS != 0,
-                            split_words: flags & SPLIT_WORDS != 0,
+                            mixed_words: flags & MIXED_WORDS != 0,
                         })
                     })
                     .optional()?,
@@ -1221,13 +1221,8 @@ fn weigh_proximity(
     limit: usize,
     mut weigh: impl FnMut(i64, &mut Match) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<Vec<Match>> {
-    let rowids: Vec<i64> = kept.iter().map(|(rowid, _, _)| *rowid).collect();
-    let mut bounds = closeness_bounds(&rowids, matcher, close);
-    for (bound, (_, _, passage)) in bounds.iter_mut().zip(&kept) {
-        if passage.split_words {
-            *bound = 1.0;
-        }
-    }
+    let passages: Vec<(i64, Passage)> = kept.iter().map(|(rowid, _, passage)| (*rowid, *passage)).collect();
+    let bounds = closeness_bounds(&passages, matcher, close);
     let linking: HashSet<i64> =
         kept.iter().filter(|(_, _, passage)| passage.links).map(|(rowid, _, _)| *rowid).collect();
     let candidates = kept
@@ -1246,11 +1241,13 @@ fn weigh_proximity(
     settle(candidates, limit, read)
 }
 
-/// The most closeness each passage of `rowids` can have: from the positions
-/// of the `close` terms, the plan terms they count for, plus the weight of
-/// the plan terms taken to be everywhere; 1 without them.
-fn closeness_bounds(rowids: &[i64], matcher: &Matcher<'_>, close: Option<&Close>) -> Vec<f64> {
-    let Some(close) = close else { return vec![1.0; rowids.len()] };
+/// The most closeness each of `passages` (rowid, what is known of it) can
+/// have: from the positions of the `close` terms, the plan terms they count
+/// for, plus the weight of the plan terms taken to be everywhere; 1 without
+/// them, or for a passage whose words mix scripts.
+fn closeness_bounds(passages: &[(i64, Passage)], matcher: &Matcher<'_>, close: Option<&Close>) -> Vec<f64> {
+    let Some(close) = close else { return vec![1.0; passages.len()] };
+    let rowids: Vec<i64> = passages.iter().map(|(rowid, _)| *rowid).collect();
     let mut order: Vec<usize> = (0..rowids.len()).collect();
     order.sort_unstable_by_key(|&i| rowids[i]);
     let sorted: Vec<i64> = order.iter().map(|&i| rowids[i]).collect();
@@ -1261,7 +1258,9 @@ fn closeness_bounds(rowids: &[i64], matcher: &Matcher<'_>, close: Option<&Close>
     let everywhere = if total > 0.0 { everywhere / total } else { 0.0 };
     let mut bounds = vec![1.0; rowids.len()];
     for (&i, bound) in order.iter().zip(closeness(&counting, &weights, &sorted, PROXIMITY_WORDS as u32)) {
-        bounds[i] = (bound + everywhere).min(1.0);
+        if !passages[i].1.mixed_words {
+            bounds[i] = (bound + everywhere).min(1.0);
+        }
     }
     bounds
 }
@@ -1337,9 +1336,9 @@ const LINK_OPENING: &str = "[[";
 /// The flags a passage of `text` is stored with ([`Passage`]).
 fn passage_flags(text: &str) -> u8 {
     let links = if text.contains(LINK_OPENING) { LINKS } else { 0 };
-    let split =
-        words(text).any(|w| w.split(crate::text::is_cjk).filter(|piece| !piece.is_empty()).nth(1).is_some());
-    links | if split { SPLIT_WORDS } else { 0 }
+    let cjk = crate::text::is_cjk;
+    let mixed = words(text).any(|w| w.chars().any(cjk) && w.split(cjk).any(|piece| !piece.is_empty()));
+    links | if mixed { MIXED_WORDS } else { 0 }
 }
 
 /// The `k` passages nearest the query's vector, with their cosines.
@@ -1619,6 +1618,8 @@ mod tests {
         }));
         let docs: Vec<(&str, &str)> = docs.iter().map(|(id, text)| (id.as_str(), text.as_str())).collect();
         let (_dir, index) = indexed(&docs);
+        let bounds = bounds_hold(&index, "team cello exam");
+        assert!(bounds.contains(&1.0), "`cello exam with the team` holds every word together");
         let conn = index.conn();
         let request =
             SearchRequest { query: "team cello exam".into(), limit: 3, scope: None, under: None, now_ns: 10 };
@@ -1636,9 +1637,18 @@ mod tests {
             let hits = memtree_core::ranking::rank(matched.matches, 3, request.now_ns);
             (hits.into_iter().map(|h| (h.id.to_string(), h.score.to_bits())).collect::<Vec<_>>(), read)
         };
-        // No passage's text holds the query's words closer than its bound.
+        let ((bounded, read), (every, all)) = (search(3), search(1000));
+        assert_eq!(bounded, every);
+        assert_eq!(all, 12, "the passages holding `cello` or `exam`");
+        assert!(read < all, "{read} of {all} candidates read");
+    }
+
+    /// Checks that no passage's text holds the words of `query` closer
+    /// than its bound; returns the bounds.
+    fn bounds_hold(index: &SqliteIndex, query: &str) -> Vec<f64> {
+        let conn = index.conn();
         let mut reader = index.reader.lock().unwrap();
-        let ranked = rank_query(&conn, &mut reader, &request.query).unwrap().unwrap();
+        let ranked = rank_query(&conn, &mut reader, query).unwrap().unwrap();
         let matcher = Matcher::new(&ranked.plan.terms);
         let texts: Vec<(i64, String)> = conn
             .prepare("SELECT rowid, text FROM passages")
@@ -1647,30 +1657,40 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let rowids: Vec<i64> = texts.iter().map(|(rowid, _)| *rowid).collect();
-        let bounds = closeness_bounds(&rowids, &matcher, ranked.close.as_ref());
+        let passages: Vec<(i64, Passage)> =
+            texts.iter().map(|(rowid, _)| (*rowid, reader.passage(*rowid).unwrap())).collect();
+        let bounds = closeness_bounds(&passages, &matcher, ranked.close.as_ref());
         for ((_, text), bound) in texts.iter().zip(&bounds) {
             let closeness = matcher.window_coverage(text, PROXIMITY_WORDS);
             assert!(closeness <= bound + 1e-12, "{closeness} > {bound}: {text}");
         }
-        assert!(bounds.contains(&1.0), "`cello exam with the team` holds every word together");
-        drop(reader);
-        let ((bounded, read), (every, all)) = (search(3), search(1000));
-        assert_eq!(bounded, every);
-        assert_eq!(all, 12, "the passages holding `cello` or `exam`");
-        assert!(read < all, "{read} of {all} candidates read");
+        bounds
     }
 
     #[test]
-    fn a_passage_is_stored_with_whether_it_links_and_whether_its_words_split() {
+    fn a_passage_whose_words_mix_scripts_is_not_bounded() {
+        // `violin` is a word of the text (`violin東京`) but not of the typo
+        // vocabulary, which leaves out words with CJK.
+        let (_dir, index) = indexed(&[
+            ("m", "# M\n\nviolin東京 exam\n"),
+            ("n", "# N\n\nexam alone\n"),
+            ("o", "# O\n\nNothing.\n"),
+        ]);
+        let bounds = bounds_hold(&index, "violin exam");
+        assert!(bounds.contains(&1.0));
+    }
+
+    #[test]
+    fn a_passage_is_stored_with_whether_it_links_and_whether_its_words_mix_scripts() {
         assert_eq!(passage_flags("See [[infra]]."), LINKS);
         assert_eq!(
             passage_flags("ReactとVueの比較"),
-            SPLIT_WORDS,
-            "`React` and `Vue` are two terms of one word"
+            MIXED_WORDS,
+            "`React` and `Vue`: two terms of one word"
         );
-        assert_eq!(passage_flags("東京 tokyo東京, 東京タワー"), 0, "one term a word at most");
-        assert_eq!(passage_flags("- [[a]] v2東京v3"), LINKS | SPLIT_WORDS);
+        assert_eq!(passage_flags("東京でReact"), MIXED_WORDS, "`React`: a term the typo vocabulary lacks");
+        assert_eq!(passage_flags("東京 tokyo, 東京タワー: v2"), 0, "CJK alone, letters alone");
+        assert_eq!(passage_flags("- [[a]] v2東京v3"), LINKS | MIXED_WORDS);
     }
 
     #[test]
