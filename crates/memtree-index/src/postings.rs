@@ -255,6 +255,13 @@ pub struct Passage {
 pub const LINKS: u8 = 1;
 pub const MIXED_WORDS: u8 = 2;
 
+impl Passage {
+    /// A passage of `document` stored with `flags`.
+    pub fn stored(document: i64, flags: u8) -> Passage {
+        Passage { document, links: flags & LINKS != 0, mixed_words: flags & MIXED_WORDS != 0 }
+    }
+}
+
 /// The length in terms of every passage this process has seen, its
 /// document's row and its flags, by rowid. Rowids are never reused (`AUTOINCREMENT`), so
 /// neither ever changes and an update only appends the passages written
@@ -326,12 +333,7 @@ impl Lengths {
     fn passage(&self, rowid: i64) -> Option<Passage> {
         let i = self.at(rowid)?;
         let document = i64::from(self.documents[i]);
-        let flags = self.flags[i];
-        (document > 0).then_some(Passage {
-            document,
-            links: flags & LINKS != 0,
-            mixed_words: flags & MIXED_WORDS != 0,
-        })
+        (document > 0).then(|| Passage::stored(document, self.flags[i]))
     }
 
     fn at(&self, rowid: i64) -> Option<usize> {

@@ -1102,14 +1102,7 @@ fn execute(
                 Some(passage) => Some(passage),
                 None => conn
                     .prepare_cached("SELECT docrow, flags FROM passages WHERE rowid = ?1")?
-                    .query_row([rowid], |r| {
-                        let flags: u8 = r.get(1)?;
-                        Ok(Passage {
-                            document: r.get(0)?,
-                            links: flags & LINKS != 0,
-                            mixed_words: flags & MIXED_WORDS != 0,
-                        })
-                    })
+                    .query_row([rowid], |r| Ok(Passage::stored(r.get(0)?, r.get(1)?)))
                     .optional()?,
             };
             let Some(passage) = passage else { return Ok(None) };
