@@ -355,7 +355,8 @@ mod tests {
             pack.add(blob, ObjectType::Blob, text.as_bytes()).unwrap();
             expected.push((blob, text.into_bytes()));
             let mut edits = [Edit { name: format!("n{}.md", i * 7 % 40), folder: false, id: Some(blob) }];
-            let new = edit(&tree, &mut edits).unwrap();
+            let mut new = tree.clone();
+            edit(&mut new, &mut edits).unwrap();
             let pieces = pieces(&tree, &new).unwrap();
             let id = Oid::hash_object(ObjectType::Tree, &new).unwrap();
             at = Some(match at {

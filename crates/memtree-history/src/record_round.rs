@@ -184,34 +184,52 @@ impl RecordRound {
             pending.entry((depth(folder), folder.to_owned())).or_default().push(edit);
         }
         while let Some(((depth, folder), mut edits)) = pending.pop_last() {
-            let old = self.tree(&folder)?;
-            let bytes = tree_bytes::edit(&old.bytes, &mut edits).map_err(backend("edit tree"))?;
-            let id = Oid::hash_object(ObjectType::Tree, &bytes).map_err(backend("hash tree"))?;
-            if id == old.id {
-                continue;
+            self.tree(&folder)?;
+            // Out of the map while the round writes it; an error ends the
+            // round, which then keeps nothing.
+            let mut held = self.trees.remove(&folder).expect("read just above");
+            tree_bytes::edit(&mut held.bytes, &mut edits).map_err(backend("edit tree"))?;
+            let id = Oid::hash_object(ObjectType::Tree, &held.bytes).map_err(backend("hash tree"))?;
+            if id != held.id {
+                held.id = id;
+                self.write_tree(depth, &folder, &mut held, &mut pending)?;
             }
-            let mut base = self.trees.get_mut(&folder).and_then(|held| held.base.take());
-            if depth > 0 {
-                let (parent, name) = split(&folder);
-                // A folder left empty goes: git keeps no empty trees.
-                let edit =
-                    Edit { name: name.to_owned(), folder: true, id: (!bytes.is_empty()).then_some(id) };
-                pending.entry((depth - 1, parent.to_owned())).or_default().push(edit);
-                if bytes.is_empty() {
-                    self.trees.insert(folder, Held { bytes, id, base });
-                    continue;
-                }
-            }
-            let written =
-                self.write(id, ObjectType::Tree, &bytes, base.as_ref().map(|(at, b)| (*at, &b[..])))?;
-            if base.is_none()
-                && let Some(at) = written
-            {
-                base = Some((at, bytes.clone()));
-            }
-            self.trees.insert(folder, Held { bytes, id, base });
+            self.trees.insert(folder, held);
         }
         Ok(self.tree("")?.id)
+    }
+
+    /// Writes the tree of `folder` (at `depth`) as `held` now has it, and
+    /// puts its new id among the `pending` edits of its parent.
+    fn write_tree(
+        &mut self,
+        depth: usize,
+        folder: &str,
+        held: &mut Held,
+        pending: &mut BTreeMap<(usize, String), Vec<Edit>>,
+    ) -> Result<(), HistoryError> {
+        if depth > 0 {
+            let (parent, name) = split(folder);
+            // A folder left empty goes: git keeps no empty trees.
+            let id = (!held.bytes.is_empty()).then_some(held.id);
+            pending.entry((depth - 1, parent.to_owned())).or_default().push(Edit {
+                name: name.to_owned(),
+                folder: true,
+                id,
+            });
+            if id.is_none() {
+                return Ok(());
+            }
+        }
+        let base = held.base.as_ref().map(|(at, bytes)| (*at, &bytes[..]));
+        let written = self.write(held.id, ObjectType::Tree, &held.bytes, base)?;
+        if held.base.is_none()
+            && let Some(at) = written
+        {
+            // A copy: the round edits its tree in place.
+            held.base = Some((at, held.bytes.clone()));
+        }
+        Ok(())
     }
 
     /// Commits `tree` after the round's last commit, as memtree at `time`
