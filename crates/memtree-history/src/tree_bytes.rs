@@ -144,10 +144,19 @@ pub(crate) fn edit(tree: &mut Vec<u8>, edits: &mut [Edit]) -> Result<(), Malform
     let end = tree.len();
     spans.extend(edits.map(|edit| (end..end, edit)));
     if spans.len() <= MOVED_FOR {
+        let entries: Vec<Vec<u8>> = spans
+            .iter()
+            .map(|(_, edit)| {
+                let mut entry = Vec::new();
+                put(&mut entry, edit);
+                entry
+            })
+            .collect();
+        // Room for what the edits put, and no more: a doubling of a tree
+        // of megabytes would be held for the round.
+        tree.reserve_exact(entries.iter().map(Vec::len).sum());
         // From the last, so that the spans before stay where they were.
-        for (span, edit) in spans.into_iter().rev() {
-            let mut entry = Vec::new();
-            put(&mut entry, edit);
+        for ((span, _), entry) in spans.into_iter().zip(entries).rev() {
             tree.splice(span, entry);
         }
         return Ok(());
