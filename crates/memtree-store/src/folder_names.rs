@@ -16,8 +16,8 @@
 //! file, so such a collision is still reported.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hasher as _};
 use std::fs;
+use std::hash::{DefaultHasher, Hasher as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -55,6 +55,13 @@ fn folded_hash(name: &str) -> u64 {
 }
 
 impl Names {
+    /// The names whose hashes are `hashes`, in any order.
+    fn new(mut hashes: Vec<u64>) -> Names {
+        hashes.sort_unstable();
+        hashes.dedup();
+        Names(hashes)
+    }
+
     fn position(&self, name: &str) -> Result<usize, usize> {
         self.0.binary_search(&folded_hash(name))
     }
@@ -76,15 +83,6 @@ impl Names {
         if let Ok(at) = self.position(name) {
             self.0.remove(at);
         }
-    }
-}
-
-impl FromIterator<String> for Names {
-    fn from_iter<I: IntoIterator<Item = String>>(names: I) -> Names {
-        let mut hashes: Vec<u64> = names.into_iter().map(|name| folded_hash(&name)).collect();
-        hashes.sort_unstable();
-        hashes.dedup();
-        Names(hashes)
     }
 }
 
@@ -112,10 +110,9 @@ impl FolderNames {
             let mut names = Vec::new();
             for entry in fs::read_dir(dir).map_err(io_error("list", dir))? {
                 let name = entry.map_err(io_error("list", dir))?.file_name();
-                names.extend(name.into_string());
+                names.extend(name.to_str().map(folded_hash));
             }
-            folders
-                .insert(dir.to_path_buf(), Folder { stamp, generation, names: names.into_iter().collect() });
+            folders.insert(dir.to_path_buf(), Folder { stamp, generation, names: Names::new(names) });
         }
         if dir.join(wanted).exists() {
             return Ok(Some(wanted.to_owned()));
@@ -188,7 +185,7 @@ mod tests {
 
     #[test]
     fn names_are_held_once_ignoring_case() {
-        let mut names: Names = ["b.md", "Alpha.md", "c", "ALPHA.md"].map(String::from).into_iter().collect();
+        let mut names = Names::new(["b.md", "Alpha.md", "c", "ALPHA.md"].map(folded_hash).to_vec());
         assert_eq!(names.0.len(), 3, "one hash for the names equal ignoring case");
         assert!(names.may_hold("alpha.MD") && names.may_hold("B.md") && names.may_hold("C"));
         assert!(!names.may_hold("d.md"));
