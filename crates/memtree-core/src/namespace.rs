@@ -220,7 +220,7 @@ impl Namespaced {
     /// shared tree.
     pub fn tree_yaml(&self) -> Result<String, MemoryError> {
         let own = self.own.tree()?;
-        let Some(shared) = &self.shared else { return Ok(own.render_yaml().to_owned()) };
+        let Some(shared) = &self.shared else { return Ok(own.render_yaml()) };
         let shared = shared.tree()?;
         Ok(format!(
             "{}--- # the shared tree: name its ids {SHARED_PREFIX}<id>\n{}",

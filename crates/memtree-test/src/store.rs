@@ -171,7 +171,7 @@ impl Store {
     /// # Panics
     /// When the tree cannot be read.
     pub fn tree(&self) -> String {
-        self.memory.tree().unwrap().render_yaml().to_owned()
+        self.memory.tree().unwrap().render_yaml()
     }
 }
 
