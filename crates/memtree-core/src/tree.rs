@@ -362,10 +362,11 @@ impl Tree {
 
     /// Visits the tree under `root` as [`Tree::outline`] lists it, without
     /// holding the list: documents by their place in `links`, a flag each
-    /// for those met already.
-    fn walk<'a>(&'a self, mut visit: impl FnMut(OutlineEntry<'a>)) {
-        let Some(root) = self.position(&DocId::root()) else { return };
+    /// for those met already. Returns the flags: which documents root
+    /// reaches (itself included).
+    fn walk<'a>(&'a self, mut visit: impl FnMut(OutlineEntry<'a>)) -> Vec<bool> {
         let mut seen = vec![false; self.links.len()];
+        let Some(root) = self.position(&DocId::root()) else { return seen };
         seen[root] = true;
         let mut stack = vec![(root, 0)];
         let mut children = Vec::new();
@@ -380,6 +381,7 @@ impl Tree {
             visit(OutlineEntry { depth, id: &self.links[at].0, has_children: !children.is_empty() });
             stack.extend(children.iter().rev().map(|&child| (child, depth + 1)));
         }
+        seen
     }
 
     /// The tree under `root` in the YAML form of `get_document_tree`.
@@ -403,7 +405,6 @@ impl Tree {
 
     /// Everything that breaks the tree rules.
     pub fn findings(&self) -> Vec<Finding> {
-        let root = DocId::root();
         let mut findings = Vec::new();
         for (at, (id, _)) in self.links.iter().enumerate() {
             let parents = self.parents_at(at);
@@ -426,9 +427,12 @@ impl Tree {
                     .map(|t| Finding::BrokenReference { id: from.clone(), target: format!("{t}.md") }),
             );
         }
-        let reachable = self.reachable_from(&root);
+        let reached = self.walk(|_| {});
         findings.extend(
-            self.ids().filter(|id| !reachable.contains(id)).map(|id| Finding::Unreachable { id: id.clone() }),
+            self.ids()
+                .zip(reached)
+                .filter(|(_, reached)| !reached)
+                .map(|(id, _)| Finding::Unreachable { id: id.clone() }),
         );
         let mut by_folded: HashMap<String, Vec<DocId>> = HashMap::new();
         for id in self.ids() {
@@ -439,20 +443,6 @@ impl Tree {
         );
         findings.sort_by_key(|f| f.to_string());
         findings
-    }
-
-    fn reachable_from(&self, start: &DocId) -> HashSet<&DocId> {
-        let mut seen = HashSet::new();
-        let Some(start) = self.key(start) else {
-            return seen;
-        };
-        let mut stack = vec![start];
-        while let Some(id) = stack.pop() {
-            if seen.insert(id) {
-                stack.extend(self.links(id).iter().filter_map(|c| self.key(c)));
-            }
-        }
-        seen
     }
 }
 
