@@ -15,6 +15,17 @@
 //! never touched a document (its writer syncs it before its first rename);
 //! a done journal starts with zeros. A file that is neither (someone else's
 //! bytes) is not guessed at.
+//!
+//! A change is acknowledged once its documents are durable, before its
+//! journal is marked done durably: the mark ([`mark_done`]: zeros, then
+//! [`DONE`]) is written without a sync, so the disk may still hold the
+//! record for a while. Replaying that record again would undo any later
+//! write of its documents, so it is made durable ([`settle`]) before any
+//! write that does not replace the record with one of its own: a single
+//! document's write, by any process, and a quiet moment after the change
+//! (`done_settler`). A record written over it replaces it whole, synced.
+//! An older memtree reads the mark as a done journal (it starts with
+//! zeros) and settles nothing.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _};
@@ -29,6 +40,9 @@ use crate::atomic_file::{io_error, set_aside, sync_dir};
 const MAGIC: [u8; 8] = *b"MTJRNL01";
 /// The magic, the JSON's length (u64) and its CRC-32 (u32), little-endian.
 const HEADER: usize = 8 + 8 + 4;
+/// After 8 zero bytes: the journal is done, and that may not be durable
+/// yet. Where a record's length was, which no record's length equals.
+const DONE: [u8; 8] = *b"MTJRDONE";
 
 /// What the journal file holds.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,7 +104,7 @@ enum Found {
 /// through a symbolic link, never waiting on a FIFO.
 fn find(path: &Path, write: bool) -> Result<Found, StorageError> {
     let opened = OpenOptions::new()
-        .read(!write)
+        .read(true)
         .write(write)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path);
@@ -177,10 +191,46 @@ pub(crate) fn clear(path: &Path) -> Result<(), StorageError> {
         Found::Nothing => Ok(()),
         Found::Other => put_aside(path),
         Found::Journal(file) => {
-            file.write_all_at(&[0; MAGIC.len()], 0).map_err(io_error("write", path))?;
+            file.write_all_at(&[0; MAGIC.len() + DONE.len()], 0).map_err(io_error("write", path))?;
             file.sync_data().map_err(io_error("fsync", path))
         }
     }
+}
+
+/// Marks the journal at `path` done without waiting for the disk: the
+/// caller's change is durable, and [`settle`] makes the mark durable
+/// before anything could undo a write by replaying the record again.
+pub(crate) fn mark_done(path: &Path) -> Result<(), StorageError> {
+    match find(path, true)? {
+        Found::Nothing => Ok(()),
+        Found::Other => put_aside(path),
+        Found::Journal(file) => {
+            let mut mark = [0; MAGIC.len() + DONE.len()];
+            mark[MAGIC.len()..].copy_from_slice(&DONE);
+            file.write_all_at(&mark, 0).map_err(io_error("write", path))
+        }
+    }
+}
+
+/// Makes a done mark of [`mark_done`] at `path` durable, if one is there:
+/// after it, the disk cannot hold the record it marked. Answers whether
+/// it synced. The caller holds the store's exclusive lock, so no record
+/// is written meanwhile.
+pub(crate) fn settle(path: &Path) -> Result<bool, StorageError> {
+    let file = match find(path, true)? {
+        Found::Journal(file) => file,
+        Found::Nothing | Found::Other => return Ok(false),
+    };
+    let mut start = [0u8; MAGIC.len() + DONE.len()];
+    let n = file.read_at(&mut start, 0).map_err(io_error("read", path))?;
+    if n < start.len() || start[..MAGIC.len()] != [0; MAGIC.len()] || start[MAGIC.len()..] != DONE {
+        return Ok(false);
+    }
+    file.sync_data().map_err(io_error("fsync", path))?;
+    // Durable or not, zeros say the same as the mark: both are done. They
+    // tell the next writer that nothing is left to sync.
+    file.write_all_at(&[0; DONE.len()], MAGIC.len() as u64).map_err(io_error("write", path))?;
+    Ok(true)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -295,6 +345,30 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         assert!(may_hold_change(&path).unwrap(), "a folder in its place is for recovery to set aside");
+    }
+
+    #[test]
+    fn a_done_mark_reads_as_done_and_is_settled_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        assert!(!settle(&path).unwrap(), "no journal, nothing to settle");
+        write(&path, &frame(&journal())).unwrap();
+        assert!(!settle(&path).unwrap(), "a record is not a mark");
+        mark_done(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        // An older memtree reads the first eight bytes only: zeros, done.
+        assert_eq!(bytes[..MAGIC.len()], [0; MAGIC.len()]);
+        assert_eq!(bytes[MAGIC.len()..MAGIC.len() + DONE.len()], DONE);
+        assert_eq!(read(&bytes), Ok(Held::Nothing));
+        assert!(!may_hold_change(&path).unwrap());
+        assert!(settle(&path).unwrap(), "the mark is synced");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes[..MAGIC.len() + DONE.len()], [0; MAGIC.len() + DONE.len()]);
+        assert_eq!(read(&bytes), Ok(Held::Nothing));
+        assert!(!settle(&path).unwrap(), "settled once");
+        // A record written over a mark is a record again.
+        write(&path, &frame(&journal())).unwrap();
+        assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Change(journal())));
     }
 
     #[test]

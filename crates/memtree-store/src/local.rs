@@ -19,6 +19,7 @@ use crate::atomic_file::{
     ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, rename_into, set_aside,
     write_atomic, write_temp,
 };
+use crate::done_settler::DoneSettler;
 use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{self, Held, Journal, JournalOp, TrashBatch};
 use crate::listing::Listings;
@@ -57,6 +58,7 @@ pub struct LocalStorage {
     listings: Listings,
     /// Largest document read; a larger file is reported, not read.
     read_limit: u64,
+    settler: DoneSettler,
 }
 
 const META_DIR: &str = ".memtree";
@@ -67,6 +69,7 @@ impl LocalStorage {
         let root = root.into();
         let meta = root.join(META_DIR);
         let storage = LocalStorage {
+            settler: DoneSettler::new(meta.join("journal.json"), meta.join("lock")),
             temp: meta.join("tmp"),
             trash: meta.join("trash"),
             journal: meta.join("journal.json"),
@@ -180,8 +183,8 @@ impl LocalStorage {
 
     /// Carries out a committed journal. Every new text is written and
     /// fsync'd first, then the renames are made, then each folder they
-    /// changed is fsync'd once: the journal, removed last, covers a crash
-    /// at any point in between.
+    /// changed is fsync'd once: the journal, marked done by the caller
+    /// once this returns, covers a crash at any point in between.
     fn replay(&self, journal: &Journal) -> Result<(), StorageError> {
         let mut changed = ChangedFolders::default();
         let mut temps = Vec::new();
@@ -208,7 +211,7 @@ impl LocalStorage {
         if self.fault == Some(Fault::AfterOps(journal.ops.len())) {
             crash(&format!("after all operations of {}", journal.label));
         }
-        journal::clear(&self.journal)
+        Ok(())
     }
 
     /// The store's write generation: a counter in the lock file that every
@@ -254,7 +257,9 @@ impl LocalStorage {
 
     fn apply_unrecorded(&self, change: &Change) -> Result<(), StorageError> {
         if let ([(id, content)], []) = (change.puts.as_slice(), change.deletes.as_slice()) {
-            // One file: its own atomic rename is the whole transaction.
+            // One file: its own atomic rename is the whole transaction,
+            // once no record on disk can be replayed over it.
+            journal::settle(&self.journal)?;
             return self.put(id, content);
         }
         let batch = self.new_batch();
@@ -279,7 +284,12 @@ impl LocalStorage {
             crash(&format!("before committing the journal of {}", change.label));
         }
         journal::write(&self.journal, &bytes)?;
-        self.replay(&journal)
+        self.replay(&journal)?;
+        // The change is durable: the mark need not be, until a write that
+        // does not replace the record (see `journal`).
+        journal::mark_done(&self.journal)?;
+        self.settler.marked();
+        Ok(())
     }
 
     fn new_batch(&self) -> TrashBatch {
@@ -501,6 +511,7 @@ impl Storage for LocalStorage {
         // The replay changes files without going through `apply`.
         self.listings.hold().forget();
         self.replay(&journal)?;
+        journal::clear(&self.journal)?;
         Ok(Some(Recovery { label: journal.label, replayed: journal.ops.len() }))
     }
 
@@ -631,6 +642,62 @@ mod tests {
         storage.apply(&change).unwrap();
         assert!(!storage.has_pending_change().unwrap());
         assert_eq!(text(&storage, "a").as_deref(), Some("# a"));
+    }
+
+    /// The journal's first bytes: whether it holds a done mark not yet
+    /// made durable.
+    fn marked(storage: &LocalStorage) -> bool {
+        fs::read(&storage.journal).unwrap()[8..16] == *b"MTJRDONE"
+    }
+
+    fn two_documents(label: &str) -> Change {
+        Change {
+            puts: vec![(id("root"), format!("[[a]] {label}")), (id("a"), format!("# a {label}"))],
+            deletes: vec![],
+            label: label.into(),
+        }
+    }
+
+    /// A multi-document change is acknowledged with its journal marked done
+    /// but not synced; a single document's write syncs the mark first, so
+    /// no record left on disk can be replayed over it.
+    #[test]
+    fn a_single_write_settles_the_done_mark_first() {
+        let (_dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        storage.apply(&two_documents("one")).unwrap();
+        assert!(marked(&storage), "the mark waits");
+        assert!(!storage.has_pending_change().unwrap());
+        assert_eq!(storage.recover().unwrap(), None, "nothing to replay");
+        storage
+            .apply(&Change {
+                puts: vec![(id("a"), "# a, once more".into())],
+                deletes: vec![],
+                label: "x".into(),
+            })
+            .unwrap();
+        assert!(!marked(&storage), "settled before the write");
+        assert_eq!(text(&storage, "a").as_deref(), Some("# a, once more"));
+        drop(lock);
+    }
+
+    /// Left alone, the mark is settled once changes pause, or when the
+    /// store is let go.
+    #[test]
+    fn the_done_mark_is_settled_when_changes_pause_or_the_store_closes() {
+        let (_dir, storage) = store();
+        storage.apply(&two_documents("one")).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while marked(&storage) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!marked(&storage), "settled in a quiet moment");
+        let journal = storage.journal.clone();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        storage.apply(&two_documents("two")).unwrap();
+        drop(lock);
+        drop(storage);
+        assert_eq!(fs::read(journal).unwrap()[..16], [0; 16], "settled as the store closed");
     }
 
     #[cfg(unix)]
