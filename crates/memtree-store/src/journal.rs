@@ -17,8 +17,8 @@
 //! bytes) is not guessed at.
 //!
 //! A change is acknowledged once its documents are durable, before its
-//! journal is marked done durably: the mark ([`mark_done`]: zeros, then
-//! [`DONE`]) is written without a sync, so the disk may still hold the
+//! journal is marked done durably: the mark ([`DONE_MARK`], by
+//! [`mark_done`]) is written without a sync, so the disk may still hold the
 //! record for a while. Replaying that record again would undo any later
 //! write of its documents, so it is made durable ([`settle`]) before any
 //! write that does not replace the record with one of its own: a single
@@ -40,9 +40,10 @@ use crate::atomic_file::{io_error, set_aside, sync_dir};
 const MAGIC: [u8; 8] = *b"MTJRNL01";
 /// The magic, the JSON's length (u64) and its CRC-32 (u32), little-endian.
 const HEADER: usize = 8 + 8 + 4;
-/// After 8 zero bytes: the journal is done, and that may not be durable
-/// yet. Where a record's length was, which no record's length equals.
-const DONE: [u8; 8] = *b"MTJRDONE";
+/// A done journal whose being done may not be durable yet: 8 zero bytes
+/// (done, to any memtree), then a tag where a record's length was, which
+/// no record's length equals.
+pub(crate) const DONE_MARK: [u8; 16] = *b"\0\0\0\0\0\0\0\0MTJRDONE";
 
 /// What the journal file holds.
 #[derive(Debug, PartialEq, Eq)]
@@ -191,7 +192,7 @@ pub(crate) fn clear(path: &Path) -> Result<(), StorageError> {
         Found::Nothing => Ok(()),
         Found::Other => put_aside(path),
         Found::Journal(file) => {
-            file.write_all_at(&[0; MAGIC.len() + DONE.len()], 0).map_err(io_error("write", path))?;
+            file.write_all_at(&[0; DONE_MARK.len()], 0).map_err(io_error("write", path))?;
             file.sync_data().map_err(io_error("fsync", path))
         }
     }
@@ -204,11 +205,7 @@ pub(crate) fn mark_done(path: &Path) -> Result<(), StorageError> {
     match find(path, true)? {
         Found::Nothing => Ok(()),
         Found::Other => put_aside(path),
-        Found::Journal(file) => {
-            let mut mark = [0; MAGIC.len() + DONE.len()];
-            mark[MAGIC.len()..].copy_from_slice(&DONE);
-            file.write_all_at(&mark, 0).map_err(io_error("write", path))
-        }
+        Found::Journal(file) => file.write_all_at(&DONE_MARK, 0).map_err(io_error("write", path)),
     }
 }
 
@@ -221,15 +218,15 @@ pub(crate) fn settle(path: &Path) -> Result<bool, StorageError> {
         Found::Journal(file) => file,
         Found::Nothing | Found::Other => return Ok(false),
     };
-    let mut start = [0u8; MAGIC.len() + DONE.len()];
+    let mut start = [0u8; DONE_MARK.len()];
     let n = file.read_at(&mut start, 0).map_err(io_error("read", path))?;
-    if n < start.len() || start[..MAGIC.len()] != [0; MAGIC.len()] || start[MAGIC.len()..] != DONE {
+    if n < start.len() || start != DONE_MARK {
         return Ok(false);
     }
     file.sync_data().map_err(io_error("fsync", path))?;
     // Durable or not, zeros say the same as the mark: both are done. They
     // tell the next writer that nothing is left to sync.
-    file.write_all_at(&[0; DONE.len()], MAGIC.len() as u64).map_err(io_error("write", path))?;
+    file.write_all_at(&[0; DONE_MARK.len()], 0).map_err(io_error("write", path))?;
     Ok(true)
 }
 
@@ -358,12 +355,12 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         // An older memtree reads the first eight bytes only: zeros, done.
         assert_eq!(bytes[..MAGIC.len()], [0; MAGIC.len()]);
-        assert_eq!(bytes[MAGIC.len()..MAGIC.len() + DONE.len()], DONE);
+        assert_eq!(bytes[..DONE_MARK.len()], DONE_MARK);
         assert_eq!(read(&bytes), Ok(Held::Nothing));
         assert!(!may_hold_change(&path).unwrap());
         assert!(settle(&path).unwrap(), "the mark is synced");
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes[..MAGIC.len() + DONE.len()], [0; MAGIC.len() + DONE.len()]);
+        assert_eq!(bytes[..DONE_MARK.len()], [0; DONE_MARK.len()]);
         assert_eq!(read(&bytes), Ok(Held::Nothing));
         assert!(!settle(&path).unwrap(), "settled once");
         // A record written over a mark is a record again.

@@ -68,12 +68,13 @@ impl LocalStorage {
     pub fn open(root: impl Into<PathBuf>) -> Result<LocalStorage, StorageError> {
         let root = root.into();
         let meta = root.join(META_DIR);
+        let (journal, lock_path) = (meta.join("journal.json"), meta.join("lock"));
         let storage = LocalStorage {
-            settler: DoneSettler::new(meta.join("journal.json"), meta.join("lock")),
+            settler: DoneSettler::new(journal.clone(), lock_path.clone()),
             temp: meta.join("tmp"),
             trash: meta.join("trash"),
-            journal: meta.join("journal.json"),
-            lock_path: meta.join("lock"),
+            journal,
+            lock_path,
             root,
             meta,
             fault: None,
@@ -644,10 +645,9 @@ mod tests {
         assert_eq!(text(&storage, "a").as_deref(), Some("# a"));
     }
 
-    /// The journal's first bytes: whether it holds a done mark not yet
-    /// made durable.
+    /// Whether the journal holds a done mark not yet made durable.
     fn marked(storage: &LocalStorage) -> bool {
-        fs::read(&storage.journal).unwrap()[8..16] == *b"MTJRDONE"
+        fs::read(&storage.journal).unwrap()[..journal::DONE_MARK.len()] == journal::DONE_MARK
     }
 
     fn two_documents(label: &str) -> Change {
