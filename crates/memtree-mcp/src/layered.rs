@@ -763,7 +763,7 @@ impl ServerHandler for LayeredServer {
         let uri = request.uri.clone();
         let trees = Arc::clone(&self.trees);
         let sessions = self.sessions.clone();
-        let text = tokio::task::spawn_blocking(move || -> Result<Option<Value>, MemoryError> {
+        let text = crate::blocking::run(move || -> Result<Option<Value>, MemoryError> {
             let memory = trees.own();
             let files = || -> Result<Vec<Value>, MemoryError> {
                 Ok(memory

@@ -8,12 +8,16 @@
 /// The pre-dispatch check of a tool call's arguments against the tool's
 /// input schema; public so that the fuzz targets in `fuzz/` can call it.
 pub mod arguments;
+/// Engine calls from async handlers: in place, or on the blocking pool.
+pub mod blocking;
 /// JSON-RPC framing on stdio: malformed lines answered per JSON-RPC 2.0.
 pub mod framing;
 pub mod layered;
 mod profile;
 mod prompts;
 mod server;
+/// Stdin and stdout for the stdio transport, without a thread between.
+pub mod stdio;
 pub mod v2;
 
 pub use layered::{L0Format, LayeredServer};

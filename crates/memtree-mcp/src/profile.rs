@@ -88,7 +88,7 @@ where
     F: FnOnce(&Namespaced) -> Result<Answer, Failure> + Send + 'static,
 {
     let trees = Arc::clone(trees);
-    let result = tokio::task::spawn_blocking(move || call(&trees))
+    let result = crate::blocking::run(move || call(&trees))
         .await
         .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
     Ok(match result {

@@ -280,7 +280,7 @@ impl MemtreeServer {
                 "Error: sessions: off (serve --sessions)",
             )]));
         };
-        let result = tokio::task::spawn_blocking(move || call(&sessions))
+        let result = crate::blocking::run(move || call(&sessions))
             .await
             .map_err(|e| ErrorData::internal_error(format!("session task failed: {e}"), None))?;
         Ok(match result {
@@ -312,7 +312,7 @@ impl MemtreeServer {
         F: FnOnce(&Namespaced) -> Result<Vec<String>, MemoryError> + Send + 'static,
     {
         let trees = Arc::clone(&self.trees);
-        let result = tokio::task::spawn_blocking(move || call(&trees))
+        let result = crate::blocking::run(move || call(&trees))
             .await
             .map_err(|e| ErrorData::internal_error(format!("engine task failed: {e}"), None))?;
         Ok(match result {
@@ -640,7 +640,7 @@ impl ServerHandler for MemtreeServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
         let trees = Arc::clone(&self.trees);
-        let text = tokio::task::spawn_blocking(move || -> Result<Option<String>, MemoryError> {
+        let text = crate::blocking::run(move || -> Result<Option<String>, MemoryError> {
             let memory = trees.own();
             if uri == INDEX_URI {
                 return trees.outline().map(Some);

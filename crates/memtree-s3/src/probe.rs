@@ -114,11 +114,24 @@ impl Bucket {
 
     /// Runs `io` to completion on the client's own runtime. Callers are
     /// synchronous (the engine), but may sit inside an async server's
-    /// runtime, where blocking a worker needs `block_in_place`.
-    pub(crate) fn block_on<F: std::future::Future>(&self, io: F) -> F::Output {
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::task::block_in_place(|| self.runtime.block_on(io)),
+    /// runtime: a multi-thread one's worker must say it blocks
+    /// (`block_in_place`); inside a current-thread one (stdio, where the
+    /// engine runs in place) no runtime can be started, so `io` is run on
+    /// a thread of its own.
+    pub(crate) fn block_on<F>(&self, io: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current().map(|h| h.runtime_flavor()) {
             Err(_) => self.runtime.block_on(io),
+            Ok(RuntimeFlavor::CurrentThread) => std::thread::scope(|s| {
+                s.spawn(|| self.runtime.block_on(io))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }),
+            Ok(_) => tokio::task::block_in_place(|| self.runtime.block_on(io)),
         }
     }
 

@@ -21,7 +21,8 @@ pub fn spawn(sessions: Arc<Sessions>) {
         std::thread::sleep(Duration::from_millis(200));
         scan(&sessions);
         let (sender, receiver) = mpsc::channel::<notify::Result<notify::Event>>();
-        let mut watcher = match notify::recommended_watcher(sender) {
+        // Changes only: the scan's own reads must not set off the next one.
+        let mut watcher = match crate::watch::watcher(sender) {
             Ok(w) => w,
             Err(error) => return tracing::warn!(%error, "no watcher for transcripts; scan_sessions scans"),
         };

@@ -154,11 +154,15 @@ pub fn run(settings: &Settings, args: Args) -> Result<ExitCode, Failure> {
         }
         false => None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    // HTTP serves many clients at once, each engine call on the blocking
+    // pool; stdio serves one, whose requests are read, carried out and
+    // answered on this thread, with no thread woken between (see
+    // `memtree_mcp::blocking` and `memtree_mcp::stdio`).
+    let runtime = match http.is_some() {
+        true => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build(),
+        false => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+    .context("cannot start the async runtime")?;
     let transport =
         Transport { http, changes, max_message, store: settings.own_place().to_string(), handshake_done };
     let served = match profile {
@@ -224,7 +228,7 @@ impl Transport {
             }
             None => {
                 tracing::info!(store = %self.store, "serving over stdio");
-                let (input, output) = rmcp::transport::io::stdio_pipes();
+                let (input, output) = memtree_mcp::stdio::pipes();
                 let ready = move || {
                     let _ = self.handshake_done.send(());
                 };
