@@ -39,13 +39,14 @@ pub(crate) struct Ui {
 }
 
 impl Ui {
-    /// Runs a blocking engine call off the async workers.
+    /// Runs a blocking engine call where the runtime wants it (see
+    /// [`memtree_mcp::blocking`]).
     async fn engine<T: Send + 'static>(
         &self,
         call: impl FnOnce(&Namespaced) -> Result<T, MemoryError> + Send + 'static,
     ) -> Result<T, Failure> {
         let trees = Arc::clone(&self.trees);
-        tokio::task::spawn_blocking(move || call(&trees))
+        memtree_mcp::blocking::run(move || call(&trees))
             .await
             .map_err(|e| Failure::Task(e.to_string()))?
             .map_err(Failure::Engine)
