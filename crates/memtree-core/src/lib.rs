@@ -11,6 +11,7 @@ pub mod conflicts;
 pub mod date;
 pub mod defaults;
 pub mod doc_id;
+pub mod doorbell;
 pub mod error;
 pub mod front_matter;
 pub mod history;

@@ -13,10 +13,11 @@ use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use git2::{ObjectType, Oid, Repository, Signature, Sort};
+use memtree_core::doorbell::{Doorbell, Pause, Woken};
 use memtree_core::{Change, DocId, History, HistoryError, HistoryProblem, Prepared, Version};
 use thread_priority::ThreadPriority;
 
@@ -82,7 +83,8 @@ pub struct GitHistory {
     /// The pack builder's window is bounded once a process, not at every
     /// opening of the repository (see [`round::bound_pack_window`]).
     window_bounded: std::sync::Once,
-    wake: Arc<(Mutex<bool>, Condvar)>,
+    /// Rung at each record confirmed, for the committer.
+    records: Arc<Doorbell>,
     /// Which commits changed which document, built at the first question.
     changes: Mutex<Changes>,
     /// The trees the last round of queued records left.
@@ -145,7 +147,7 @@ impl GitHistory {
             unindexed: Mutex::default(),
             problem: Mutex::default(),
             window_bounded: std::sync::Once::new(),
-            wake: Arc::new((Mutex::new(false), Condvar::new())),
+            records: Arc::new(Doorbell::new()),
             changes: Mutex::default(),
             kept: Mutex::default(),
             rescan: AtomicBool::new(false),
@@ -156,7 +158,7 @@ impl GitHistory {
         history.begin();
         if mode == CommitTiming::InBackground {
             let weak = Arc::downgrade(&history);
-            let wake = Arc::clone(&history.wake);
+            let records = Arc::clone(&history.records);
             std::thread::Builder::new()
                 .name("memtree-history".into())
                 .spawn(move || {
@@ -165,7 +167,7 @@ impl GitHistory {
                     if let Err(error) = thread_priority::set_current_thread_priority(ThreadPriority::Min) {
                         tracing::debug!(?error, "the committer runs at normal priority");
                     }
-                    committer(&weak, &wake)
+                    committer(&weak, &records)
                 })
                 .expect("spawning a thread");
         }
@@ -795,37 +797,21 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
 
 /// The background committer: wakes at a record, waits for the writes to
 /// pause, commits what is queued. Ends with the history.
-fn committer(history: &std::sync::Weak<GitHistory>, wake: &(Mutex<bool>, Condvar)) {
+fn committer(history: &std::sync::Weak<GitHistory>, records: &Doorbell) {
+    let pause = Pause { quiet: QUIET, longest: Some(MAX_DELAY), idle: Some(IDLE) };
     loop {
-        {
-            let (pending, signal) = wake;
-            let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
-            while !*pending {
-                let (next, timeout) = signal.wait_timeout(pending, IDLE).unwrap_or_else(|e| e.into_inner());
-                pending = next;
-                if timeout.timed_out() {
-                    let Some(history) = history.upgrade() else { return };
-                    if let Err(error) = history.with_repo(|repo| history.sync_index(repo)) {
-                        tracing::warn!(%error, "bringing the git index along failed");
-                    }
-                }
-            }
-            *pending = false;
-            let first = std::time::Instant::now();
-            while first.elapsed() < MAX_DELAY {
-                let (next, timeout) = signal.wait_timeout(pending, QUIET).unwrap_or_else(|e| e.into_inner());
-                pending = next;
-                if timeout.timed_out() {
-                    break;
-                }
-                *pending = false;
-            }
-        }
+        let woken = records.wait_for_pause(pause);
         let Some(history) = history.upgrade() else { return };
+        if woken == Woken::Idle {
+            if let Err(error) = history.with_repo(|repo| history.sync_index(repo)) {
+                tracing::warn!(%error, "bringing the git index along failed");
+            }
+            continue;
+        }
         if let Err(error) = history.flush(Some(&[])) {
             if matches!(error, HistoryError::Busy(_)) {
                 // Try again after the next quiet spell, not only at the next write.
-                *wake.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                records.ring();
             }
             tracing::error!(%error, "committing history failed; the queue is kept for the next try");
         }
@@ -838,9 +824,7 @@ impl GitHistory {
         match self.mode {
             CommitTiming::AtOnce => self.flush(Some(&[])),
             CommitTiming::InBackground => {
-                let (pending, signal) = &*self.wake;
-                *pending.lock().unwrap_or_else(|e| e.into_inner()) = true;
-                signal.notify_one();
+                self.records.ring();
                 Ok(())
             }
         }

@@ -7,14 +7,16 @@
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use memtree_core::doorbell::{Doorbell, Pause, Woken};
 
 use crate::journal;
 
 /// How long changes must pause before the mark is made durable.
-const QUIET: Duration = Duration::from_millis(20);
+const PAUSE: Pause = Pause { quiet: Duration::from_millis(20), longest: None, idle: None };
 /// How long the thread tries for the store's lock before it leaves the
 /// mark to the holder: any write settles or replaces it first.
 const LOCK_PATIENCE: Duration = Duration::from_secs(1);
@@ -27,27 +29,19 @@ pub(crate) struct DoneSettler {
 struct Shared {
     journal: PathBuf,
     lock_path: PathBuf,
-    state: Mutex<State>,
-    woken: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    /// When the last mark not yet settled was written.
-    marked: Option<Instant>,
-    closed: bool,
+    /// Rung at each mark written.
+    marks: Doorbell,
 }
 
 impl DoneSettler {
     pub fn new(journal: PathBuf, lock_path: PathBuf) -> DoneSettler {
-        let shared = Arc::new(Shared { journal, lock_path, state: Mutex::default(), woken: Condvar::new() });
+        let shared = Arc::new(Shared { journal, lock_path, marks: Doorbell::new() });
         DoneSettler { shared, thread: Mutex::new(None) }
     }
 
     /// A done mark was just written; the thread starts with the first.
     pub fn marked(&self) {
-        self.shared.state().marked = Some(Instant::now());
-        self.shared.woken.notify_one();
+        self.shared.marks.ring();
         let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
         if thread.is_none() {
             let shared = Arc::clone(&self.shared);
@@ -66,44 +60,28 @@ impl DoneSettler {
 impl Drop for DoneSettler {
     /// Settles what is left before the store is let go.
     fn drop(&mut self) {
-        self.shared.state().closed = true;
-        self.shared.woken.notify_one();
+        self.shared.marks.close();
         let thread = self.thread.get_mut().unwrap_or_else(|e| e.into_inner()).take();
         match thread {
             Some(thread) => drop(thread.join()),
-            None if self.shared.state().marked.is_some() => self.shared.settle(),
-            None => {}
+            // Closed, the bell says at once whether a mark is left.
+            None => self.shared.run(),
         }
     }
 }
 
 impl Shared {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn run(&self) {
         loop {
-            let state = self.state();
-            let mut state = self
-                .woken
-                .wait_while(state, |s| s.marked.is_none() && !s.closed)
-                .unwrap_or_else(|e| e.into_inner());
-            while let Some(at) = state.marked.filter(|_| !state.closed) {
-                let left = QUIET.saturating_sub(at.elapsed());
-                if left.is_zero() {
-                    break;
+            match self.marks.wait_for_pause(PAUSE) {
+                Woken::Paused => self.settle(),
+                Woken::Closed { rung } => {
+                    if rung {
+                        self.settle();
+                    }
+                    return;
                 }
-                state = self.woken.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
-            }
-            let marked = state.marked.take().is_some();
-            let closed = state.closed;
-            drop(state);
-            if marked {
-                self.settle();
-            }
-            if closed {
-                return;
+                Woken::Idle => unreachable!("no idle time was asked for"),
             }
         }
     }

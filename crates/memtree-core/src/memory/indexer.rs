@@ -10,11 +10,12 @@
 //! it; a crash leaves the queue, or at worst a stale stamp, for the next
 //! reader or the next start's reconciliation.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::doc_id::DocId;
+use crate::doorbell::{Doorbell, Pause, Woken};
 use crate::index::{Queued, SearchIndex};
 use crate::storage::Storage;
 
@@ -37,28 +38,15 @@ pub(super) struct Indexer {
 struct Shared {
     storage: Arc<dyn Storage>,
     index: Arc<dyn SearchIndex>,
-    wake: Mutex<Wake>,
-    woken: Condvar,
+    queued: Doorbell,
     /// Held while queued documents are being indexed, so that a reader in
     /// this process waits for the work in hand rather than doing it twice.
     indexing: Mutex<()>,
 }
 
-#[derive(Default)]
-struct Wake {
-    queued: bool,
-    closed: bool,
-}
-
 impl Indexer {
     pub(super) fn new(storage: Arc<dyn Storage>, index: Arc<dyn SearchIndex>) -> Indexer {
-        let shared = Arc::new(Shared {
-            storage,
-            index,
-            wake: Mutex::default(),
-            woken: Condvar::new(),
-            indexing: Mutex::new(()),
-        });
+        let shared = Arc::new(Shared { storage, index, queued: Doorbell::new(), indexing: Mutex::new(()) });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("memtree-index".into())
@@ -78,10 +66,7 @@ impl Indexer {
             return;
         }
         match self.thread {
-            Some(_) => {
-                self.shared.lock_wake().queued = true;
-                self.shared.woken.notify_one();
-            }
+            Some(_) => self.shared.queued.ring(),
             None => self.settle(),
         }
     }
@@ -98,8 +83,7 @@ impl Drop for Indexer {
     /// Indexes what is left before the process goes on without it (a
     /// command that wrote and exits).
     fn drop(&mut self) {
-        self.shared.lock_wake().closed = true;
-        self.shared.woken.notify_one();
+        self.shared.queued.close();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -108,33 +92,13 @@ impl Drop for Indexer {
 }
 
 impl Shared {
-    fn lock_wake(&self) -> std::sync::MutexGuard<'_, Wake> {
-        self.wake.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn run(&self) {
-        loop {
-            let wake = self.lock_wake();
-            let mut wake =
-                self.woken.wait_while(wake, |w| !w.queued && !w.closed).unwrap_or_else(|e| e.into_inner());
-            // Back to back, a write waited for the index connection while
-            // this thread indexed the one before: 16% of an update's time,
-            // 28% of one that creates a document (requests to two servers
-            // taken in turn).
-            let burst = Instant::now();
-            while !wake.closed && wake.queued && burst.elapsed() < LONGEST_WAIT {
-                wake.queued = false;
-                wake = self
-                    .woken
-                    .wait_timeout_while(wake, QUIET, |w| !w.queued && !w.closed)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            if wake.closed {
-                return;
-            }
-            wake.queued = false;
-            drop(wake);
+        // Back to back, a write waited for the index connection while this
+        // thread indexed the one before: 16% of an update's time, 28% of
+        // one that creates a document (requests to two servers taken in
+        // turn).
+        let pause = Pause { quiet: QUIET, longest: Some(LONGEST_WAIT), idle: None };
+        while self.queued.wait_for_pause(pause) == Woken::Paused {
             self.settle();
         }
     }
