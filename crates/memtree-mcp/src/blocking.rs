@@ -42,7 +42,7 @@ mod tests {
         let thread = std::thread::current().id();
         let (ran_on, panicked) = runtime.block_on(async {
             let ran_on = run(|| std::thread::current().id()).await.unwrap();
-            (ran_on, run(|| panic!("boom")).await.map(|()| ()).unwrap_err())
+            (ran_on, run::<()>(|| panic!("boom")).await.unwrap_err())
         });
         let flavor = runtime.handle().runtime_flavor();
         assert_eq!(ran_on == thread, flavor == RuntimeFlavor::CurrentThread, "{flavor:?}");

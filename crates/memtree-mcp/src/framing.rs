@@ -135,11 +135,13 @@ fn screen_line(line: &[u8]) -> Screened {
     let Ok(text) = std::str::from_utf8(line) else {
         return error(None, -32700, "Parse error: not UTF-8");
     };
-    if serde_json::from_str::<&RawValue>(text).is_err() {
-        return error(None, -32700, "Parse error: not JSON");
-    }
+    // One pass over the line for its members; whether it is JSON at all is
+    // asked only of a line that is no object.
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
         Ok(envelope) => envelope,
+        Err(_) if serde_json::from_str::<&RawValue>(text).is_err() => {
+            return error(None, -32700, "Parse error: not JSON");
+        }
         Err(_) if text.trim_start().starts_with('[') => {
             return error(None, -32600, "Invalid Request: batches are not part of MCP");
         }
@@ -179,14 +181,24 @@ fn screen_line(line: &[u8]) -> Screened {
             &format!("Invalid params: params must be an object, not {}", kind(params)),
         );
     }
-    if let Some(problem) = params.and_then(|p| params_problem(&method, p)) {
+    // rmcp reads the parameters first: a request it takes as what it says
+    // it is has none of the problems `params_problem` names (each makes
+    // rmcp's parse fail or read the request as an unknown method), so
+    // they are looked for only when it does not.
+    let parsed = serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(text);
+    let misread = match &parsed {
+        Ok(JsonRpcMessage::Request(request)) => {
+            matches!(request.request, ClientRequest::CustomRequest(_))
+                && KNOWN_METHODS.contains(&method.as_str())
+        }
+        Ok(_) => false,
+        Err(_) => true,
+    };
+    if misread && let Some(problem) = params.and_then(|p| params_problem(&method, p)) {
         return error(Some(id), -32602, &format!("Invalid params: {problem}"));
     }
-    match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(text) {
-        Ok(JsonRpcMessage::Request(request))
-            if matches!(request.request, ClientRequest::CustomRequest(_))
-                && KNOWN_METHODS.contains(&method.as_str()) =>
-        {
+    match parsed {
+        Ok(_) if misread => {
             error(Some(id), -32602, &format!("Invalid params: not the parameters of {method}"))
         }
         Ok(message) => {
@@ -540,12 +552,28 @@ mod tests {
         assert!(dropped("   "));
     }
 
+    /// rmcp's parse comes first; what is wrong is still named, each case
+    /// as it was when the parameters were looked at before it.
     #[test]
     fn the_bad_argument_is_named() {
-        let line = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x","arguments":{"ok":"a","q":"\ud800"}}}"#;
-        let Screened::Answer(bytes) = screen_line(line.as_bytes()) else { panic!() };
-        let text = String::from_utf8(bytes).unwrap();
-        assert!(text.contains("Invalid params: argument q: "), "{text}");
+        let call =
+            |params: &str| format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{params}}}"#);
+        let cases = [
+            (r#"{"name":"x","arguments":{"ok":"a","q":"\ud800"}}"#, "Invalid params: argument q: "),
+            (r#"{"arguments":{}}"#, "Invalid params: name is missing"),
+            (r#"{"name":7}"#, "Invalid params: name must be a string, not number"),
+            (r#"{"name":"\udc00"}"#, "Invalid params: name is not text"),
+            (r#"{"name":"x","arguments":"q"}"#, "Invalid params: arguments must be an object, not string"),
+            (r#"{"name":"x","arguments":{"\ud800":1}}"#, "Invalid params: an argument name is not text"),
+        ];
+        for (params, said) in cases {
+            let line = call(params);
+            let Screened::Answer(bytes) = screen_line(line.as_bytes()) else {
+                panic!("{line} was not answered")
+            };
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains(said), "{line}: {text}");
+        }
     }
 
     #[tokio::test]
