@@ -9,9 +9,49 @@
 //! wakes the thread only when it sleeps waiting for a first ring; once it
 //! waits for the pause, it wakes at the deadline it set itself and reads
 //! the time of the last ring to know whether to wait on.
+//!
+//! A server that answers one client in turn, on one thread, can also
+//! [`hold_rings`]: a ring that would wake a sleeping thread then wakes it
+//! only at [`release_rings`], once the answer is written, so that no wake-up
+//! is on the answer's path.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::cell::RefCell;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// The bells rung on this thread, since it holds its rings, whose
+    /// waiters sleep until woken; `None` while it does not hold them.
+    static HELD: RefCell<Option<Vec<Arc<Doorbell>>>> = const { RefCell::new(None) };
+}
+
+/// Rings on this thread wake no thread until [`release_rings`].
+pub fn hold_rings() {
+    HELD.with(|held| {
+        held.borrow_mut().get_or_insert_with(Vec::new);
+    });
+}
+
+/// Wakes the waiters of the bells this thread rang while holding them.
+pub fn release_rings() {
+    let rung = HELD.with(|held| held.borrow_mut().as_mut().map(std::mem::take)).unwrap_or_default();
+    for bell in rung {
+        bell.wake_idle();
+    }
+}
+
+/// Whether `bell` was kept for [`release_rings`]: this thread holds its rings.
+fn held(bell: &Arc<Doorbell>) -> bool {
+    HELD.with(|held| match held.borrow_mut().as_mut() {
+        Some(rung) => {
+            if !rung.iter().any(|kept| Arc::ptr_eq(kept, bell)) {
+                rung.push(Arc::clone(bell));
+            }
+            true
+        }
+        None => false,
+    })
+}
 
 /// A bell rung by writers and waited at by one background thread.
 #[derive(Debug, Default)]
@@ -64,19 +104,30 @@ impl Doorbell {
     }
 
     /// There is work: the waiter does it once rings pause.
-    pub fn ring(&self) {
+    pub fn ring(self: &Arc<Self>) {
         let now = Instant::now();
         let mut state = self.state();
         let first = state.rung.map_or(now, |(first, _)| first);
         state.rung = Some((first, now));
-        if state.idle {
-            state.idle = false;
-            #[cfg(test)]
-            {
-                state.wakes += 1;
-            }
-            self.bell.notify_one();
+        if state.idle && !held(self) {
+            self.wake(state);
         }
+    }
+
+    fn wake_idle(&self) {
+        let state = self.state();
+        if state.idle {
+            self.wake(state);
+        }
+    }
+
+    fn wake(&self, mut state: MutexGuard<'_, State>) {
+        state.idle = false;
+        #[cfg(test)]
+        {
+            state.wakes += 1;
+        }
+        self.bell.notify_one();
     }
 
     /// The waiter is to end.
@@ -199,8 +250,24 @@ mod tests {
     }
 
     #[test]
+    fn a_held_ring_wakes_the_waiter_at_its_release_only() {
+        let bell = Arc::new(Doorbell::new());
+        let waiting = waiter(&bell, Pause { quiet: Duration::ZERO, longest: None, idle: None });
+        settle_in(&bell);
+        hold_rings();
+        bell.ring();
+        bell.ring();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiting.is_finished(), "a held ring woke the waiter");
+        assert_eq!(bell.state().wakes, 0);
+        release_rings();
+        assert_eq!(waiting.join().unwrap().0, Woken::Paused);
+        assert_eq!(bell.state().wakes, 1);
+    }
+
+    #[test]
     fn a_ring_before_the_wait_is_not_lost() {
-        let bell = Doorbell::new();
+        let bell = Arc::new(Doorbell::new());
         bell.ring();
         let pause = Pause { quiet: Duration::ZERO, longest: None, idle: Some(Duration::from_secs(60)) };
         assert_eq!(bell.wait_for_pause(pause), Woken::Paused);

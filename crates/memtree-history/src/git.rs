@@ -797,7 +797,7 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
 
 /// The background committer: wakes at a record, waits for the writes to
 /// pause, commits what is queued. Ends with the history.
-fn committer(history: &std::sync::Weak<GitHistory>, records: &Doorbell) {
+fn committer(history: &std::sync::Weak<GitHistory>, records: &Arc<Doorbell>) {
     let pause = Pause { quiet: QUIET, longest: Some(MAX_DELAY), idle: Some(IDLE) };
     loop {
         let woken = records.wait_for_pause(pause);

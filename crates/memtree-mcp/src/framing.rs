@@ -341,6 +341,9 @@ async fn screen(
     let mut line = Vec::new();
     loop {
         line.clear();
+        // What a message left unanswered (a notification) rang is not kept
+        // until the next answer.
+        memtree_core::doorbell::release_rings();
         let (read, too_long) = read_line(&mut input, &mut line, max_line).await?;
         if read == 0 {
             return Ok(());
@@ -431,6 +434,7 @@ async fn write(
         }
         output.write_all(&bytes).await?;
         output.flush().await?;
+        memtree_core::doorbell::release_rings();
         if let Some(key) = answered {
             in_flight.finish(&key);
         }
@@ -449,6 +453,12 @@ pub async fn serve<S: rmcp::ServerHandler>(
     ready: impl FnOnce(),
 ) -> io::Result<()> {
     use rmcp::ServiceExt as _;
+    // On one thread, every engine call and every answer is on this one:
+    // the background threads a write rings for are woken once its answer
+    // is written (see `memtree_core::doorbell`).
+    if tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+        memtree_core::doorbell::hold_rings();
+    }
     let (to_rmcp, incoming) = mpsc::channel(IN_FLIGHT);
     let (answers, queue) = mpsc::channel(IN_FLIGHT);
     let in_flight = Arc::new(InFlight::new());

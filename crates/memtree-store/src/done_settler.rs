@@ -30,12 +30,12 @@ struct Shared {
     journal: PathBuf,
     lock_path: PathBuf,
     /// Rung at each mark written.
-    marks: Doorbell,
+    marks: Arc<Doorbell>,
 }
 
 impl DoneSettler {
     pub fn new(journal: PathBuf, lock_path: PathBuf) -> DoneSettler {
-        let shared = Arc::new(Shared { journal, lock_path, marks: Doorbell::new() });
+        let shared = Arc::new(Shared { journal, lock_path, marks: Arc::new(Doorbell::new()) });
         DoneSettler { shared, thread: Mutex::new(None) }
     }
 

@@ -38,7 +38,7 @@ pub(super) struct Indexer {
 struct Shared {
     storage: Arc<dyn Storage>,
     index: Arc<dyn SearchIndex>,
-    queued: Doorbell,
+    queued: Arc<Doorbell>,
     /// Held while queued documents are being indexed, so that a reader in
     /// this process waits for the work in hand rather than doing it twice.
     indexing: Mutex<()>,
@@ -46,7 +46,8 @@ struct Shared {
 
 impl Indexer {
     pub(super) fn new(storage: Arc<dyn Storage>, index: Arc<dyn SearchIndex>) -> Indexer {
-        let shared = Arc::new(Shared { storage, index, queued: Doorbell::new(), indexing: Mutex::new(()) });
+        let shared =
+            Arc::new(Shared { storage, index, queued: Arc::new(Doorbell::new()), indexing: Mutex::new(()) });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("memtree-index".into())
