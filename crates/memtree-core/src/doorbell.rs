@@ -145,20 +145,19 @@ impl Doorbell {
             }
             let Some((first, last)) = state.rung else {
                 state.idle = true;
-                state = match pause.idle {
+                let timed_out;
+                (state, timed_out) = match pause.idle {
                     Some(idle) => {
                         let (state, waited) =
                             self.bell.wait_timeout(state, idle).unwrap_or_else(|e| e.into_inner());
-                        if waited.timed_out() && state.rung.is_none() && !state.closed {
-                            let mut state = state;
-                            state.idle = false;
-                            return Woken::Idle;
-                        }
-                        state
+                        (state, waited.timed_out())
                     }
-                    None => self.bell.wait(state).unwrap_or_else(|e| e.into_inner()),
+                    None => (self.bell.wait(state).unwrap_or_else(|e| e.into_inner()), false),
                 };
                 state.idle = false;
+                if timed_out && state.rung.is_none() && !state.closed {
+                    return Woken::Idle;
+                }
                 continue;
             };
             let quiet_until = last + pause.quiet;
