@@ -430,9 +430,9 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
     index (`index.sqlite*`), which a server's background indexing touches.
     The history repository (`.git/`, and its queue `.memtree/history*`) is
     left out too: a server commits in the background; test_history.py
-    checks it. A done journal (its first eight bytes zero) is compared as
-    done: the rest is an old record's tail, and a server makes a change's
-    done mark durable in the background, a moment after the change.
+    checks it. A done or applied journal (its first eight bytes zero) is
+    compared as done: the rest is a record that a server checkpoints in the
+    background, a moment after the change.
     """
     out: dict[str, bytes] = {}
     if not store.exists():

@@ -1,6 +1,6 @@
 """Crash safety: injected aborts around the intent journal, and kill -9 at random instants.
 
-`MEMTREE_FAULT=journal` aborts just before the journal of a multi-file change is
+`MEMTREE_FAULT=journal` aborts just before the journal record of a change is
 committed: after restart the store is exactly the before-state.
 `MEMTREE_FAULT=apply:N` aborts after N operations of a committed journal: the
 next open completes it, so the store is exactly the after-state.
@@ -127,12 +127,19 @@ def test_fault_on_prune_only_change(cli, store, prepared, fault):
         ]
 
 
-@pytest.mark.parametrize("fault", ["journal", "apply:0"])
-def test_single_document_update_has_no_journal(cli, store, prepared, fault):
+@pytest.mark.parametrize("fault", ["journal", "apply:0", "apply:1", "apply:2"])
+def test_single_document_update_is_journaled_too(cli, store, prepared, fault):
+    """One document's write is a one-operation record: cut before its
+    commit it leaves the before-state, after it the after-state."""
     r = cli("write", "a1", input="# A1\nedited\n", env={"MEMTREE_FAULT": fault})
-    assert r.rc == 0 and cli_text(r) == "Succeeded", (r.rc, r.out, r.err)
-    assert docs(store) == BEFORE_DOCS | {"a1": "# A1\nedited\n"}
+    if fault == "apply:2":
+        # Past the record's end: nothing to interrupt.
+        assert r.rc == 0 and cli_text(r) == "Succeeded", (r.rc, r.out, r.err)
+    else:
+        assert r.rc == SIGABRT_RC and r.out == "", (r.rc, r.out, r.err)
     assert cli("validate").rc == 0
+    edited = fault != "journal"
+    assert docs(store) == BEFORE_DOCS | ({"a1": "# A1\nedited\n"} if edited else {})
 
 
 @pytest.mark.parametrize("fault", ["journal", "apply:1"])

@@ -1,7 +1,6 @@
-//! Durable file primitives: write-to-temp, fsync, rename, fsync the folder.
-//!
-//! After [`write_atomic`] returns, the file holds the new bytes and survives
-//! power loss; at no instant can a reader see a partly written file.
+//! File primitives: write to a temporary file and rename it into place (at
+//! no instant can a reader see a partly written file), and the folders to
+//! fsync for what was renamed, made or removed to be durable.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -17,28 +16,18 @@ pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::
     move |error| StorageError::Io { op, path: path.display().to_string(), error }
 }
 
-/// Writes `bytes` to `path` atomically and durably. The temporary file is
-/// made in `temp_dir`, which must be on the same file system.
-pub(crate) fn write_atomic(temp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
-    let temp = write_temp(temp_dir, bytes)?;
-    let mut changed = ChangedFolders::default();
-    rename_into(&temp, path, &mut changed)?;
-    changed.sync()
-}
-
-/// Writes `bytes` to a new file in `temp_dir` and fsyncs it: the first
-/// half of an atomic write, finished by [`rename_into`].
+/// Writes `bytes` to a new file in `temp_dir` (on the documents' file
+/// system), unsynced: the first half of an atomic write, finished by
+/// [`rename_into`]. A journal record covers it until its checkpoint.
 pub(crate) fn write_temp(temp_dir: &Path, bytes: &[u8]) -> Result<PathBuf, StorageError> {
     let temp = temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
     let mut file =
         OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io_error("create", &temp))?;
     file.write_all(bytes).map_err(io_error("write", &temp))?;
-    file.sync_data().map_err(io_error("fsync", &temp))?;
     Ok(temp)
 }
 
-/// Renames the fsync'd `temp` to `path`, making its folders; durable once
-/// `changed` is synced.
+/// Renames `temp` to `path`, making its folders, each noted in `changed`.
 pub(crate) fn rename_into(
     temp: &Path,
     path: &Path,
@@ -62,6 +51,11 @@ impl ChangedFolders {
         if !self.0.contains(dir) {
             self.0.insert(dir.to_path_buf());
         }
+    }
+
+    #[cfg(test)]
+    pub fn iter(&self) -> impl Iterator<Item = &Path> {
+        self.0.iter().map(PathBuf::as_path)
     }
 
     /// Fsyncs every folder; one removed since needs none (its parent,
@@ -143,14 +137,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_replace_and_leave_no_temp_files() {
+    fn writes_replace_make_their_folders_and_leave_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
         let temp = dir.path().join("tmp");
         fs::create_dir(&temp).unwrap();
         let target = dir.path().join("a/b/doc.md");
-        write_atomic(&temp, &target, b"one").unwrap();
-        write_atomic(&temp, &target, b"two").unwrap();
+        let mut changed = ChangedFolders::default();
+        for text in [b"one", b"two"] {
+            rename_into(&write_temp(&temp, text).unwrap(), &target, &mut changed).unwrap();
+        }
         assert_eq!(fs::read(&target).unwrap(), b"two");
         assert_eq!(fs::read_dir(&temp).unwrap().count(), 0);
+        let folders: Vec<&Path> = changed.iter().collect();
+        assert_eq!(folders, [dir.path(), &dir.path().join("a"), &dir.path().join("a/b")]);
+        changed.sync().unwrap();
     }
 }

@@ -1,24 +1,22 @@
-//! Makes a journal's done mark durable once this process's changes pause
-//! (see [`crate::journal`]). Until then, a crash of the machine could leave
-//! the disk holding the last change's record, which a restart would replay
-//! over an edit made since by another program. Waiting for a quiet moment
-//! lets a burst of multi-document changes, each of which writes its record
-//! over the last, go by without a sync for the mark.
+//! Checkpoints the journal once this process's changes pause (see
+//! [`crate::journal`]): syncs the documents of the applied record and
+//! clears it. Waiting for a quiet moment lets a burst of changes, each
+//! writing a record that carries the last ones' operations, go by with one
+//! sync each, and syncs every document of the burst once.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memtree_core::doorbell::{Doorbell, Pause, Woken};
 
-use crate::journal;
+use crate::checkpoint::{self, Places};
 
-/// How long changes must pause before the mark is made durable.
+/// How long changes must pause before the checkpoint.
 const PAUSE: Pause = Pause { quiet: Duration::from_millis(20), longest: None, idle: None };
 /// How long the thread tries for the store's lock before it leaves the
-/// mark to the holder: any write settles or replaces it first.
+/// record to the holder: any write carries it, and rings again.
 const LOCK_PATIENCE: Duration = Duration::from_secs(1);
 
 pub(crate) struct DoneSettler {
@@ -29,17 +27,18 @@ pub(crate) struct DoneSettler {
 struct Shared {
     journal: PathBuf,
     lock_path: PathBuf,
-    /// Rung at each mark written.
+    places: Places,
+    /// Rung at each record applied.
     marks: Arc<Doorbell>,
 }
 
 impl DoneSettler {
-    pub fn new(journal: PathBuf, lock_path: PathBuf) -> DoneSettler {
-        let shared = Arc::new(Shared { journal, lock_path, marks: Arc::new(Doorbell::new()) });
+    pub fn new(journal: PathBuf, lock_path: PathBuf, places: Places) -> DoneSettler {
+        let shared = Arc::new(Shared { journal, lock_path, places, marks: Arc::new(Doorbell::new()) });
         DoneSettler { shared, thread: Mutex::new(None) }
     }
 
-    /// A done mark was just written; the thread starts with the first.
+    /// A record was just applied; the thread starts with the first.
     pub fn marked(&self) {
         self.shared.marks.ring();
         let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
@@ -49,8 +48,8 @@ impl DoneSettler {
                 std::thread::Builder::new().name("memtree-settle".into()).spawn(move || shared.run());
             match spawned {
                 Ok(handle) => *thread = Some(handle),
-                // Without the thread, the mark waits for the next write or
-                // for this process's end.
+                // Without the thread, the record's documents wait for the
+                // next record too large to carry them, or this process's end.
                 Err(error) => tracing::warn!(%error, "no thread to settle journal marks"),
             }
         }
@@ -58,7 +57,7 @@ impl DoneSettler {
 }
 
 impl Drop for DoneSettler {
-    /// Settles what is left before the store is let go.
+    /// Checkpoints what is left before the store is let go.
     fn drop(&mut self) {
         self.shared.marks.close();
         let thread = self.thread.get_mut().unwrap_or_else(|e| e.into_inner()).take();
@@ -86,26 +85,12 @@ impl Shared {
         }
     }
 
-    /// Settles the mark under the store's exclusive lock, so that no record
-    /// is written meanwhile.
+    /// Checkpoints under the store's exclusive lock, so that no record is
+    /// written meanwhile.
     fn settle(&self) {
-        let Ok(lock) = File::open(&self.lock_path) else { return };
-        let deadline = Instant::now() + LOCK_PATIENCE;
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => return,
-                Err(std::fs::TryLockError::Error(error)) => {
-                    tracing::warn!(%error, "cannot lock the store to settle the journal");
-                    return;
-                }
-            }
-        }
-        if let Err(error) = journal::settle(&self.journal) {
-            tracing::warn!(%error, "cannot settle the journal's done mark; the next write does");
+        let Some(_lock) = checkpoint::lock_within(&self.lock_path, LOCK_PATIENCE) else { return };
+        if let Err(error) = checkpoint::settle(&self.journal, &self.places) {
+            tracing::warn!(%error, "cannot sync the journal's documents; the next quiet moment tries again");
         }
     }
 }

@@ -1,31 +1,31 @@
-//! The intent journal that makes a multi-document change atomic.
+//! The redo journal that makes every change atomic and durable in one sync.
 //!
-//! Redo logging: the complete after-state of a change (every new document
-//! text, every document moved to the trash) is written to
-//! `.memtree/journal.json` and made durable before any document is touched.
-//! A crash before that leaves the before-state; a crash after it is
-//! completed by replaying the journal, whose operations are all idempotent.
-//! The journal is marked done last.
+//! The complete after-state of a change (every new document text, every
+//! document moved to the trash) is written to `.memtree/journal.json` and
+//! made durable before any document is touched. A crash before that leaves
+//! the before-state; a crash after it is completed by replaying the record,
+//! whose operations are idempotent.
 //!
-//! The file is written in place, not renamed into place: that would make a
-//! new file, and fsync the folder, at both ends of every change, where
-//! writing over the file's own blocks makes a data sync enough. So a record
-//! is framed: [`MAGIC`], the JSON's length and its CRC-32, then the JSON.
-//! A record cut short by a crash fails its check and held a change that
-//! never touched a document (its writer syncs it before its first rename);
-//! a done journal starts with zeros. A file that is neither (someone else's
-//! bytes) is not guessed at.
+//! The file is written in place, not renamed into place: over its own
+//! blocks a data sync is enough, where a new file would also need its
+//! folder's. So a record is framed: [`MAGIC`], a tag, the JSON's length and
+//! its CRC-32, then the JSON. A record cut short by a crash fails its check
+//! and held a change that never touched a document (its writer syncs it
+//! before its first rename); a done journal starts with zeros. A file that
+//! is neither (someone else's bytes) is not guessed at.
 //!
-//! A change is acknowledged once its documents are durable, before its
-//! journal is marked done durably: the mark ([`DONE_MARK`], by
-//! [`mark_done`]) is written without a sync, so the disk may still hold the
-//! record for a while. Replaying that record again would undo any later
-//! write of its documents, so it is made durable ([`settle`]) before any
-//! write that does not replace the record with one of its own: a single
-//! document's write, by any process, and a quiet moment after the change
-//! (`done_settler`). A record written over it replaces it whole, synced.
-//! An older memtree reads the mark as a done journal (it starts with
-//! zeros) and settles nothing.
+//! The record is the change's only sync: the documents are then written
+//! and renamed into place without one, and the record is marked applied
+//! ([`APPLIED_MARK`], over its first bytes, unsynced). Until the documents
+//! are durable, the record is what a crash of the machine would restore
+//! them from, so it is let go ([`clear`]) only after they are synced
+//! (`checkpoint`), at a quiet moment; the next change writes a record that
+//! carries the applied operations still unsynced, with its own. Each
+//! operation says when it was made, so a replay leaves alone a document
+//! edited by someone else since.
+//!
+//! An older memtree reads an applied record as done (it starts with eight
+//! zeros), and its own done mark ([`OLD_DONE_MARK`]) as one to sync.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _};
@@ -37,13 +37,21 @@ use memtree_core::{DocId, StorageError};
 use crate::atomic_file::{io_error, set_aside, sync_dir};
 
 /// What a journal record starts with.
-const MAGIC: [u8; 8] = *b"MTJRNL01";
-/// The magic, the JSON's length (u64) and its CRC-32 (u32), little-endian.
-const HEADER: usize = 8 + 8 + 4;
-/// A done journal whose being done may not be durable yet: 8 zero bytes
-/// (done, to any memtree), then a tag where a record's length was, which
-/// no record's length equals.
-pub(crate) const DONE_MARK: [u8; 16] = *b"\0\0\0\0\0\0\0\0MTJRDONE";
+const MAGIC: [u8; 8] = *b"MTJRNL02";
+/// What it starts with until it is applied.
+const PENDING: [u8; 8] = *b"MTJRPEND";
+/// The magic, the tag, the JSON's length (u64) and its CRC-32 (u32),
+/// little-endian.
+const HEADER: usize = 8 + 8 + 8 + 4;
+/// An applied record: its magic and tag written over, the rest (length,
+/// CRC, JSON) kept for the checkpoint to read.
+pub(crate) const APPLIED_MARK: [u8; 16] = *b"\0\0\0\0\0\0\0\0MTJRAPLD";
+/// The first record format (an older memtree's): the magic, the length
+/// and the CRC.
+const MAGIC_V1: [u8; 8] = *b"MTJRNL01";
+const HEADER_V1: usize = 8 + 8 + 4;
+/// An older memtree's done mark, not yet synced.
+const OLD_DONE_MARK: [u8; 16] = *b"\0\0\0\0\0\0\0\0MTJRDONE";
 
 /// What the journal file holds.
 #[derive(Debug, PartialEq, Eq)]
@@ -52,7 +60,23 @@ pub(crate) enum Held {
     Nothing,
     /// A record its writer did not finish writing.
     Torn,
+    /// A change that may be partly applied: replayed by recovery.
     Change(Journal),
+    /// A change wholly applied whose documents may not be durable yet.
+    Applied(Journal),
+}
+
+/// What the first bytes of the journal file say, read without the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// No change, nothing to sync.
+    Clear,
+    /// A record to replay, or something that is no journal: recovery's.
+    Pending,
+    /// An applied record, named by its length and CRC.
+    Applied { len: u64, crc: u32 },
+    /// An older memtree's done mark, to sync.
+    OldDone,
 }
 
 /// The file's bytes for `journal`.
@@ -60,6 +84,7 @@ pub(crate) fn frame(journal: &Journal) -> Vec<u8> {
     let json = serde_json::to_vec(journal).expect("journals serialise");
     let mut bytes = Vec::with_capacity(HEADER + json.len());
     bytes.extend(MAGIC);
+    bytes.extend(PENDING);
     bytes.extend((json.len() as u64).to_le_bytes());
     bytes.extend(crc32fast::hash(&json).to_le_bytes());
     bytes.extend(json);
@@ -70,25 +95,35 @@ pub(crate) fn frame(journal: &Journal) -> Vec<u8> {
 /// memtree did not write them. A journal of memtree before records were
 /// framed is plain JSON.
 pub(crate) fn read(bytes: &[u8]) -> Result<Held, String> {
+    if bytes.starts_with(&APPLIED_MARK) {
+        // Its body was synced before any document was touched; one that
+        // fails its check was damaged since, and names nothing to sync.
+        return Ok(framed(bytes, HEADER).map_or(Held::Nothing, |j| j.map_or(Held::Nothing, Held::Applied)));
+    }
     if bytes.iter().take(MAGIC.len()).all(|&b| b == 0) {
         return Ok(Held::Nothing);
     }
     if bytes.first() == Some(&b'{') {
         return serde_json::from_slice(bytes).map(Held::Change).map_err(|e| e.to_string());
     }
-    if !bytes.starts_with(&MAGIC) {
-        return Err("not a journal record".to_owned());
-    }
-    let framed = || -> Option<&[u8]> {
-        let len = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
-        let crc = u32::from_le_bytes(bytes.get(16..HEADER)?.try_into().ok()?);
-        let json = bytes.get(HEADER..HEADER.checked_add(usize::try_from(len).ok()?)?)?;
-        (crc32fast::hash(json) == crc).then_some(json)
+    let header = match () {
+        () if bytes.starts_with(&MAGIC) => HEADER,
+        () if bytes.starts_with(&MAGIC_V1) => HEADER_V1,
+        () => return Err("not a journal record".to_owned()),
     };
-    match framed() {
-        Some(json) => serde_json::from_slice(json).map(Held::Change).map_err(|e| e.to_string()),
+    match framed(bytes, header) {
+        Some(journal) => journal.map(Held::Change),
         None => Ok(Held::Torn),
     }
+}
+
+/// The record of a header `header` bytes long ending in its length and
+/// CRC; `None` when it is cut short or fails its check.
+fn framed(bytes: &[u8], header: usize) -> Option<Result<Journal, String>> {
+    let len = u64::from_le_bytes(bytes.get(header - 12..header - 4)?.try_into().ok()?);
+    let crc = u32::from_le_bytes(bytes.get(header - 4..header)?.try_into().ok()?);
+    let json = bytes.get(header..header.checked_add(usize::try_from(len).ok()?)?)?;
+    (crc32fast::hash(json) == crc).then(|| serde_json::from_slice(json).map_err(|e| e.to_string()))
 }
 
 /// What stands where the journal belongs.
@@ -127,18 +162,38 @@ fn put_aside(path: &Path) -> Result<(), StorageError> {
     set_aside(path).map(drop).map_err(io_error("set aside", path))
 }
 
-/// Whether the journal at `path` may hold a change: something other than
-/// a done journal is there. Reads the first bytes only.
-pub(crate) fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
-    let mut file = match find(path, false)? {
-        Found::Nothing => return Ok(false),
+/// What the journal at `path` starts with. Reads its header only.
+pub(crate) fn head(path: &Path) -> Result<Head, StorageError> {
+    let file = match find(path, false)? {
+        Found::Nothing => return Ok(Head::Clear),
         // For recovery to set aside.
-        Found::Other => return Ok(true),
+        Found::Other => return Ok(Head::Pending),
         Found::Journal(file) => file,
     };
-    let mut start = [0u8; MAGIC.len()];
-    let n = file.read(&mut start).map_err(io_error("read", path))?;
-    Ok(start[..n].iter().any(|&b| b != 0))
+    let mut start = [0u8; HEADER];
+    let mut n = 0;
+    while n < start.len() {
+        match file.read_at(&mut start[n..], n as u64).map_err(io_error("read", path))? {
+            0 => break,
+            read => n += read,
+        }
+    }
+    let start = &start[..n];
+    Ok(if start.starts_with(&APPLIED_MARK) && n == HEADER {
+        let len = u64::from_le_bytes(start[16..24].try_into().expect("eight bytes"));
+        Head::Applied { len, crc: u32::from_le_bytes(start[24..28].try_into().expect("four bytes")) }
+    } else if start.starts_with(&OLD_DONE_MARK) {
+        Head::OldDone
+    } else if start.iter().take(MAGIC.len()).any(|&b| b != 0) {
+        Head::Pending
+    } else {
+        Head::Clear
+    })
+}
+
+/// Whether the journal at `path` may hold a change to replay. Cheap.
+pub(crate) fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
+    Ok(head(path)? == Head::Pending)
 }
 
 /// The bytes of the journal at `path`; `None` when there is none. What
@@ -192,48 +247,47 @@ pub(crate) fn clear(path: &Path) -> Result<(), StorageError> {
         Found::Nothing => Ok(()),
         Found::Other => put_aside(path),
         Found::Journal(file) => {
-            file.write_all_at(&[0; DONE_MARK.len()], 0).map_err(io_error("write", path))?;
+            file.write_all_at(&[0; APPLIED_MARK.len()], 0).map_err(io_error("write", path))?;
             file.sync_data().map_err(io_error("fsync", path))
         }
     }
 }
 
-/// Marks the journal at `path` done without waiting for the disk: the
-/// caller's change is durable, and [`settle`] makes the mark durable
-/// before anything could undo a write by replaying the record again.
-pub(crate) fn mark_done(path: &Path) -> Result<(), StorageError> {
+/// Marks the record at `path` applied, without waiting for the disk: a
+/// crash that loses the mark replays the record, which is idempotent.
+pub(crate) fn mark_applied(path: &Path) -> Result<(), StorageError> {
     match find(path, true)? {
         Found::Nothing => Ok(()),
         Found::Other => put_aside(path),
-        Found::Journal(file) => file.write_all_at(&DONE_MARK, 0).map_err(io_error("write", path)),
+        Found::Journal(file) => file.write_all_at(&APPLIED_MARK, 0).map_err(io_error("write", path)),
     }
 }
 
-/// Makes a done mark of [`mark_done`] at `path` durable, if one is there:
-/// after it, the disk cannot hold the record it marked. Answers whether
-/// it synced. The caller holds the store's exclusive lock, so no record
-/// is written meanwhile.
-pub(crate) fn settle(path: &Path) -> Result<bool, StorageError> {
-    let file = match find(path, true)? {
-        Found::Journal(file) => file,
-        Found::Nothing | Found::Other => return Ok(false),
-    };
-    let mut start = [0u8; DONE_MARK.len()];
-    let n = file.read_at(&mut start, 0).map_err(io_error("read", path))?;
-    if n < start.len() || start != DONE_MARK {
-        return Ok(false);
-    }
-    file.sync_data().map_err(io_error("fsync", path))?;
-    // Durable or not, zeros say the same as the mark: both are done. They
-    // tell the next writer that nothing is left to sync.
-    file.write_all_at(&[0; DONE_MARK.len()], 0).map_err(io_error("write", path))?;
-    Ok(true)
+/// The length and CRC that name the record `bytes` (a [`frame`]) once it
+/// is applied: what [`head`] then reads.
+pub(crate) fn key(bytes: &[u8]) -> (u64, u32) {
+    let len = u64::from_le_bytes(bytes[16..24].try_into().expect("a framed record"));
+    (len, u32::from_le_bytes(bytes[24..28].try_into().expect("a framed record")))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Journal {
     pub label: String,
     pub ops: Vec<JournalOp>,
+    /// The machine's boot the record was written in: an applied record of
+    /// the same boot is what the page cache holds, one of an earlier boot
+    /// may have lost documents to a crash. `None` in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+}
+
+/// This boot of the machine (Linux's `boot_id`); `None` where unknown.
+pub(crate) fn boot() -> Option<&'static str> {
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|id| id.trim().to_owned())
+    })
+    .as_deref()
 }
 
 /// Paths are rebuilt from validated ids on replay, so a tampered journal
@@ -242,9 +296,36 @@ pub(crate) struct Journal {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum JournalOp {
     /// Write the document (atomically replacing what is there).
-    Put { id: DocId, content: String },
+    Put {
+        id: DocId,
+        content: String,
+        /// When (Unix ms) the change was made; replay leaves a document
+        /// changed since alone. `None` in an older memtree's records.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
+    },
     /// Move the document, bytes untouched, into the trash folder `batch`.
-    Trash { batch: TrashBatch, id: DocId },
+    Trash {
+        batch: TrashBatch,
+        id: DocId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
+    },
+}
+
+impl JournalOp {
+    /// The document the operation writes or moves.
+    pub fn id(&self) -> &DocId {
+        match self {
+            JournalOp::Put { id, .. } | JournalOp::Trash { id, .. } => id,
+        }
+    }
+
+    pub fn at(&self) -> Option<u64> {
+        match self {
+            JournalOp::Put { at, .. } | JournalOp::Trash { at, .. } => *at,
+        }
+    }
 }
 
 /// The trash folder name of one change: digits and dashes only.
@@ -285,8 +366,9 @@ mod tests {
 
     fn journal() -> Journal {
         Journal {
+            boot: None,
             label: "update root".into(),
-            ops: vec![JournalOp::Put { id: DocId::root(), content: "# x\n".into() }],
+            ops: vec![JournalOp::Put { id: DocId::root(), content: "# x\n".into(), at: None }],
         }
     }
 
@@ -345,27 +427,42 @@ mod tests {
     }
 
     #[test]
-    fn a_done_mark_reads_as_done_and_is_settled_once() {
+    fn an_applied_record_reads_as_done_to_recovery_and_keeps_its_operations() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.json");
-        assert!(!settle(&path).unwrap(), "no journal, nothing to settle");
-        write(&path, &frame(&journal())).unwrap();
-        assert!(!settle(&path).unwrap(), "a record is not a mark");
-        mark_done(&path).unwrap();
+        let record = frame(&journal());
+        write(&path, &record).unwrap();
+        assert_eq!(head(&path).unwrap(), Head::Pending);
+        mark_applied(&path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         // An older memtree reads the first eight bytes only: zeros, done.
         assert_eq!(bytes[..MAGIC.len()], [0; MAGIC.len()]);
-        assert_eq!(bytes[..DONE_MARK.len()], DONE_MARK);
-        assert_eq!(read(&bytes), Ok(Held::Nothing));
-        assert!(!may_hold_change(&path).unwrap());
-        assert!(settle(&path).unwrap(), "the mark is synced");
-        let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes[..DONE_MARK.len()], [0; DONE_MARK.len()]);
-        assert_eq!(read(&bytes), Ok(Held::Nothing));
-        assert!(!settle(&path).unwrap(), "settled once");
-        // A record written over a mark is a record again.
-        write(&path, &frame(&journal())).unwrap();
+        assert_eq!(read(&bytes), Ok(Held::Applied(journal())));
+        let (len, crc) = key(&record);
+        assert_eq!(head(&path).unwrap(), Head::Applied { len, crc });
+        assert!(!may_hold_change(&path).unwrap(), "nothing to replay");
+        clear(&path).unwrap();
+        assert_eq!(head(&path).unwrap(), Head::Clear);
+        assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Nothing));
+        // A record written over an applied one is a record again.
+        write(&path, &record).unwrap();
         assert_eq!(read(&std::fs::read(&path).unwrap()), Ok(Held::Change(journal())));
+        // An older memtree's done mark: nothing to replay, one sync owed.
+        let mut old = OLD_DONE_MARK.to_vec();
+        old.extend(&record[16..]);
+        std::fs::write(&path, &old).unwrap();
+        assert_eq!((head(&path).unwrap(), read(&old)), (Head::OldDone, Ok(Held::Nothing)));
+    }
+
+    #[test]
+    fn an_older_memtrees_framed_record_is_read() {
+        let json = serde_json::to_vec(&journal()).unwrap();
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend((json.len() as u64).to_le_bytes());
+        v1.extend(crc32fast::hash(&json).to_le_bytes());
+        v1.extend(&json);
+        assert_eq!(read(&v1), Ok(Held::Change(journal())));
+        assert_eq!(read(&v1[..v1.len() - 1]), Ok(Held::Torn));
     }
 
     #[test]
@@ -404,10 +501,15 @@ mod tests {
     #[test]
     fn journal_round_trips_and_refuses_path_tricks() {
         let j = Journal {
+            boot: Some("b".into()),
             label: "update root".into(),
             ops: vec![
-                JournalOp::Put { id: DocId::root(), content: "# x\n".into() },
-                JournalOp::Trash { batch: TrashBatch::new(1, 2, 3), id: DocId::parse("a").unwrap() },
+                JournalOp::Put { id: DocId::root(), content: "# x\n".into(), at: None },
+                JournalOp::Trash {
+                    batch: TrashBatch::new(1, 2, 3),
+                    id: DocId::parse("a").unwrap(),
+                    at: Some(7),
+                },
             ],
         };
         let text = serde_json::to_string(&j).unwrap();

@@ -4,6 +4,7 @@
 //! `conformance`, run by `tests/conformance.rs`.
 
 mod atomic_file;
+mod checkpoint;
 mod done_settler;
 mod folder_names;
 mod in_memory;

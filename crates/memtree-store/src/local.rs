@@ -1,13 +1,21 @@
 //! `LocalStorage`: a store in a folder of the local file system.
 //!
 //! Layout: `<id>.md` per document (`/` in an id is a sub-folder), and under
-//! `.memtree/`: `lock` (the cross-process lock), `journal.json` (a change in
-//! progress), `tmp/` (temporary files, same file system as the documents) and
+//! `.memtree/`: `lock` (the cross-process lock), `journal.json` (the redo
+//! record of the last changes, until their documents are synced), `tmp/`
+//! (temporary files, same file system as the documents) and
 //! `trash/<batch>/<id>.md` (pruned documents, kept for recovery).
+//!
+//! Every change is one sync: its record (see [`crate::journal`]). The
+//! documents are renamed into place unsynced; the next change's record
+//! carries the operations not yet synced, and a quiet moment, a record
+//! grown past [`CARRY_LIMIT`] or the store's close syncs them
+//! ([`crate::checkpoint`]).
 
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,12 +24,12 @@ use memtree_core::{
 };
 
 use crate::atomic_file::{
-    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, rename_into, set_aside,
-    write_atomic, write_temp,
+    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, rename_into, set_aside, write_temp,
 };
+use crate::checkpoint::{self, Places};
 use crate::done_settler::DoneSettler;
 use crate::folder_names::{Edit, FolderNames};
-use crate::journal::{self, Held, Journal, JournalOp, TrashBatch};
+use crate::journal::{self, Head, Held, Journal, JournalOp, TrashBatch, boot};
 use crate::listing::Listings;
 
 /// A deliberate crash for tests of crash safety: the process aborts at the
@@ -45,11 +53,14 @@ impl std::str::FromStr for Fault {
     }
 }
 
+/// How large a record may grow with the operations it carries before a
+/// change syncs them itself: it bounds what each change writes again.
+const CARRY_LIMIT: usize = 64 * 1024;
+
 pub struct LocalStorage {
-    root: PathBuf,
+    places: Places,
     meta: PathBuf,
     temp: PathBuf,
-    trash: PathBuf,
     journal: PathBuf,
     lock_path: PathBuf,
     fault: Option<Fault>,
@@ -59,6 +70,18 @@ pub struct LocalStorage {
     /// Largest document read; a larger file is reported, not read.
     read_limit: u64,
     settler: DoneSettler,
+    /// The operations of the applied record this process wrote last, so a
+    /// change need not read them back.
+    carried: Mutex<Carried>,
+}
+
+/// Operations applied but maybe not durable, and the record they are in.
+#[derive(Default)]
+struct Carried {
+    /// The record's length and CRC: it is still the journal's if its head
+    /// says so.
+    key: Option<(u64, u32)>,
+    ops: Vec<JournalOp>,
 }
 
 const META_DIR: &str = ".memtree";
@@ -69,32 +92,55 @@ impl LocalStorage {
         let root = root.into();
         let meta = root.join(META_DIR);
         let (journal, lock_path) = (meta.join("journal.json"), meta.join("lock"));
+        let places = Places { trash: meta.join("trash"), root };
         let storage = LocalStorage {
-            settler: DoneSettler::new(journal.clone(), lock_path.clone()),
+            settler: DoneSettler::new(journal.clone(), lock_path.clone(), places.clone()),
             temp: meta.join("tmp"),
-            trash: meta.join("trash"),
             journal,
             lock_path,
-            root,
+            places,
             meta,
             fault: None,
             batch_seq: AtomicU64::new(0),
             names: FolderNames::default(),
             listings: Listings::default(),
             read_limit: u64::MAX,
+            carried: Mutex::default(),
         };
         storage.create_layout()?;
+        storage.complete_applied();
         Ok(storage)
     }
 
     /// Creates the store's folders; also used when someone deleted
     /// `.memtree/` under a running server.
     fn create_layout(&self) -> Result<(), StorageError> {
-        for dir in [&self.temp, &self.trash] {
+        for dir in [&self.temp, &self.places.trash] {
             own_folder(dir).map_err(io_error("set aside", dir))?;
             create_dir_durable(dir)?;
         }
         Ok(())
+    }
+
+    /// Completes an applied record that a process left before its
+    /// checkpoint: syncs its documents. The mark says nothing after a crash
+    /// of the machine, which may have kept it and lost the documents: a
+    /// record of an earlier boot is replayed first, writing again each
+    /// document that does not hold its text (and that no one changed
+    /// since). A live writer's record costs its syncs, a moment early. A lock held
+    /// longer than a moment is a live process's, which completed the
+    /// record at its own start or carries it.
+    fn complete_applied(&self) {
+        if !matches!(journal::head(&self.journal), Ok(Head::Applied { .. } | Head::OldDone)) {
+            return;
+        }
+        let Some(_lock) = checkpoint::lock_within(&self.lock_path, std::time::Duration::from_millis(200))
+        else {
+            return;
+        };
+        if let Err(error) = self.recover() {
+            tracing::warn!(%error, "cannot complete the journal's last changes; the next writer carries them");
+        }
     }
 
     /// Reads no document larger than `bytes` (the size limit of writes):
@@ -112,21 +158,18 @@ impl LocalStorage {
     }
 
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.places.root
     }
 
     fn doc_path(&self, id: &DocId) -> PathBuf {
-        let mut path = self.root.clone();
-        path.extend(id.segments());
-        path.set_extension("md");
-        path
+        self.places.doc(id)
     }
 
     /// The first folder on the way to `id`'s file that is a symbolic link:
     /// it could point anywhere outside the store, so nothing is read or
     /// written through it.
     fn linked_folder(&self, id: &DocId) -> Option<PathBuf> {
-        let mut dir = self.root.clone();
+        let mut dir = self.places.root.clone();
         let segments: Vec<&str> = id.segments().collect();
         for segment in &segments[..segments.len() - 1] {
             dir.push(segment);
@@ -147,11 +190,6 @@ impl LocalStorage {
         }
     }
 
-    fn put(&self, id: &DocId, content: &str) -> Result<(), StorageError> {
-        self.check_real_folders(id)?;
-        write_atomic(&self.temp, &self.doc_path(id), content.as_bytes())
-    }
-
     fn move_to_trash(
         &self,
         batch: &TrashBatch,
@@ -162,9 +200,7 @@ impl LocalStorage {
         if fs::symlink_metadata(&from).is_err() {
             return Ok(()); // Already moved by an earlier (interrupted) replay.
         }
-        let mut to = self.trash.join(batch.as_str());
-        to.extend(id.segments());
-        to.set_extension("md");
+        let to = self.places.trashed(batch, id);
         let trash_dir = to.parent().expect("trash paths have a parent");
         create_dirs(trash_dir, changed)?;
         fs::rename(&from, &to).map_err(io_error("move to trash", &from))?;
@@ -172,7 +208,7 @@ impl LocalStorage {
         let mut dir = from.parent().map(Path::to_path_buf);
         changed.add(dir.as_deref().expect("document paths have a parent"));
         // Remove the folders the move left empty, up to the store root.
-        while let Some(d) = dir.filter(|d| *d != self.root) {
+        while let Some(d) = dir.filter(|d| *d != self.places.root) {
             if fs::remove_dir(&d).is_err() {
                 break;
             }
@@ -182,37 +218,106 @@ impl LocalStorage {
         Ok(())
     }
 
-    /// Carries out a committed journal. Every new text is written and
-    /// fsync'd first, then the renames are made, then each folder they
-    /// changed is fsync'd once: the journal, marked done by the caller
-    /// once this returns, covers a crash at any point in between.
-    fn replay(&self, journal: &Journal) -> Result<(), StorageError> {
-        let mut changed = ChangedFolders::default();
+    /// The new texts of `ops`' puts in temporary files, before the record
+    /// is committed: a write that fails (a full disk) fails the change
+    /// while nothing is changed.
+    fn write_temps(&self, ops: &[JournalOp]) -> Result<Vec<PathBuf>, StorageError> {
         let mut temps = Vec::new();
-        for op in &journal.ops {
-            if let JournalOp::Put { id, content } = op {
-                self.check_real_folders(id)?;
-                temps.push(write_temp(&self.temp, content.as_bytes())?);
+        for op in ops {
+            if let JournalOp::Put { content, .. } = op {
+                match write_temp(&self.temp, content.as_bytes()) {
+                    Ok(temp) => temps.push(temp),
+                    Err(error) => {
+                        temps.iter().for_each(|temp| drop(fs::remove_file(temp)));
+                        return Err(error);
+                    }
+                }
             }
         }
+        Ok(temps)
+    }
+
+    /// Carries out the new operations of a committed record, unsynced:
+    /// the record covers a crash at any point, until the checkpoint.
+    fn apply_ops(&self, ops: &[JournalOp], temps: Vec<PathBuf>, label: &str) -> Result<(), StorageError> {
+        // Synced by the checkpoint, not here.
+        let mut unsynced = ChangedFolders::default();
         let mut temps = temps.into_iter();
-        for (done, op) in journal.ops.iter().enumerate() {
+        for (done, op) in ops.iter().enumerate() {
             if self.fault == Some(Fault::AfterOps(done)) {
-                crash(&format!("after {done} operations of {}", journal.label));
+                crash(&format!("after {done} operations of {label}"));
             }
             match op {
                 JournalOp::Put { id, .. } => {
                     let temp = temps.next().expect("one temporary file per put");
-                    rename_into(&temp, &self.doc_path(id), &mut changed)?;
+                    rename_into(&temp, &self.doc_path(id), &mut unsynced)?;
                 }
-                JournalOp::Trash { batch, id } => self.move_to_trash(batch, id, &mut changed)?,
+                JournalOp::Trash { batch, id, .. } => self.move_to_trash(batch, id, &mut unsynced)?,
             }
         }
-        changed.sync()?;
-        if self.fault == Some(Fault::AfterOps(journal.ops.len())) {
-            crash(&format!("after all operations of {}", journal.label));
+        if self.fault == Some(Fault::AfterOps(ops.len())) {
+            crash(&format!("after all operations of {label}"));
         }
         Ok(())
+    }
+
+    /// Completes a record that a crash interrupted (or whose documents a
+    /// crash of the machine may have lost), unsynced. A document changed
+    /// since its operation was made (an edit in another program) is left
+    /// as it is: replaying would undo it.
+    fn replay(&self, record: &Journal) -> Result<(), StorageError> {
+        let mut unsynced = ChangedFolders::default();
+        // What the replay wrote itself is no one else's edit.
+        let mut replayed = std::collections::HashSet::new();
+        for (i, op) in record.ops.iter().enumerate() {
+            let path = self.doc_path(op.id());
+            if let Some(at) = op.at()
+                && !replayed.contains(&path)
+                && changed_since(&path, at)?
+            {
+                tracing::warn!(path = %path.display(), "left alone in recovery: changed since memtree wrote it");
+                continue;
+            }
+            match op {
+                JournalOp::Put { id, content, .. } => {
+                    self.check_real_folders(id)?;
+                    let trashed_later = match record.ops[i + 1..].iter().find(|later| later.id() == id) {
+                        Some(JournalOp::Trash { batch, .. }) => self.places.trashed(batch, id).exists(),
+                        _ => false,
+                    };
+                    if trashed_later || fs::read(&path).is_ok_and(|bytes| bytes == content.as_bytes()) {
+                        continue;
+                    }
+                    let temp = write_temp(&self.temp, content.as_bytes())?;
+                    rename_into(&temp, &path, &mut unsynced)?;
+                    replayed.insert(path);
+                }
+                JournalOp::Trash { batch, id, .. } => self.move_to_trash(batch, id, &mut unsynced)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The operations of the journal's applied record, which the next
+    /// record must carry until they are synced. A record that no one
+    /// finished applying (its writer died after this process looked) is
+    /// recovery's: the write is planned again after it.
+    fn unsynced(&self, carried: &mut Carried) -> Result<Vec<JournalOp>, StorageError> {
+        match journal::head(&self.journal)? {
+            Head::Applied { len, crc } if carried.key == Some((len, crc)) => {
+                // Taken: a change that fails from here reads them back.
+                carried.key = None;
+                Ok(std::mem::take(&mut carried.ops))
+            }
+            Head::Applied { .. } => match journal::bytes(&self.journal)?.map(|b| journal::read(&b)) {
+                Some(Ok(Held::Applied(record))) => Ok(record.ops),
+                _ => Ok(Vec::new()),
+            },
+            // An older memtree's done change is durable: a record may
+            // replace it.
+            Head::Clear | Head::OldDone => Ok(Vec::new()),
+            Head::Pending => Err(StorageError::Conflict),
+        }
     }
 
     /// The store's write generation: a counter in the lock file that every
@@ -257,38 +362,56 @@ impl LocalStorage {
     }
 
     fn apply_unrecorded(&self, change: &Change) -> Result<(), StorageError> {
-        if let ([(id, content)], []) = (change.puts.as_slice(), change.deletes.as_slice()) {
-            // One file: its own atomic rename is the whole transaction,
-            // once no record on disk can be replayed over it.
-            journal::settle(&self.journal)?;
-            return self.put(id, content);
-        }
+        let at = Some(unix_ms());
         let batch = self.new_batch();
         let mut ops: Vec<JournalOp> = change
             .deletes
             .iter()
-            .map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone() })
+            .map(|id| JournalOp::Trash { batch: batch.clone(), id: id.clone(), at })
             .collect();
-        ops.extend(
-            change
-                .puts
-                .iter()
-                .map(|(id, content)| JournalOp::Put { id: id.clone(), content: content.clone() }),
-        );
+        ops.extend(change.puts.iter().map(|(id, content)| JournalOp::Put {
+            id: id.clone(),
+            content: content.clone(),
+            at,
+        }));
         for id in change.puts.iter().map(|(id, _)| id) {
             self.check_real_folders(id)?;
         }
-        let journal = Journal { label: change.label.clone(), ops };
-        let bytes = journal::frame(&journal);
+        let mut carried = self.carried.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = carry(self.unsynced(&mut carried)?, &ops);
+        let mut bytes = journal::frame(&Journal {
+            label: change.label.clone(),
+            ops: [&kept[..], &ops].concat(),
+            boot: boot().map(str::to_owned),
+        });
+        if bytes.len() > CARRY_LIMIT && !kept.is_empty() {
+            self.places.sync(&kept)?;
+            kept.clear();
+            bytes = journal::frame(&Journal {
+                label: change.label.clone(),
+                ops: ops.clone(),
+                boot: boot().map(str::to_owned),
+            });
+        }
         if self.fault == Some(Fault::BeforeJournalCommit) {
             journal::write(&self.journal, &bytes[..bytes.len() / 2])?;
             crash(&format!("before committing the journal of {}", change.label));
         }
-        journal::write(&self.journal, &bytes)?;
-        self.replay(&journal)?;
-        // The change is durable: the mark need not be, until a write that
-        // does not replace the record (see `journal`).
-        journal::mark_done(&self.journal)?;
+        let temps = self.write_temps(&ops)?;
+        if let Err(error) = journal::write(&self.journal, &bytes) {
+            temps.iter().for_each(|temp| drop(fs::remove_file(temp)));
+            // The record written over may be gone: what it carried is
+            // made durable another way.
+            if let Err(error) = self.places.sync(&kept) {
+                tracing::error!(%error, "cannot sync the documents of earlier changes");
+            }
+            return Err(error);
+        }
+        self.apply_ops(&ops, temps, &change.label)?;
+        journal::mark_applied(&self.journal)?;
+        kept.extend(ops);
+        *carried = Carried { key: Some(journal::key(&bytes)), ops: kept };
+        drop(carried);
         self.settler.marked();
         Ok(())
     }
@@ -305,6 +428,36 @@ impl LocalStorage {
         }
         Ok(())
     }
+}
+
+/// The carried operations a new record keeps before `new`: all but the
+/// puts that a later put of the same document writes over. A put before a
+/// move to the trash stays, so a replay trashes the text that was trashed.
+fn carry(unsynced: Vec<JournalOp>, new: &[JournalOp]) -> Vec<JournalOp> {
+    let later = |i: usize| unsynced[i + 1..].iter().chain(new);
+    let kept: Vec<bool> = (0..unsynced.len())
+        .map(|i| match &unsynced[i] {
+            JournalOp::Put { id, .. } => {
+                !matches!(later(i).find(|op| op.id() == id), Some(JournalOp::Put { .. }))
+            }
+            JournalOp::Trash { .. } => true,
+        })
+        .collect();
+    unsynced.into_iter().zip(kept).filter_map(|(op, keep)| keep.then_some(op)).collect()
+}
+
+/// Whether the file at `path` holds something written after `at` (Unix
+/// ms): a file that is empty is taken as a write a crash cut short.
+fn changed_since(path: &Path, at: u64) -> Result<bool, StorageError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(meta.len() > 0 && stamp_of(&meta).modified_ns / 1_000_000 > at),
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(false),
+        Err(e) => Err(io_error("stat", path)(e)),
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn crash(at: &str) -> ! {
@@ -401,7 +554,7 @@ impl Storage for LocalStorage {
         // `projects/silica` (or the folder `projects` when no file matches).
         let generation = self.generation()?;
         let segments: Vec<&str> = id.segments().collect();
-        let mut dir = self.root.clone();
+        let mut dir = self.places.root.clone();
         let mut actual: Vec<String> = Vec::new();
         for (i, segment) in segments.iter().enumerate() {
             let wanted =
@@ -415,7 +568,7 @@ impl Storage for LocalStorage {
     }
 
     fn list(&self) -> Result<Listing, StorageError> {
-        self.listings.list(&self.root, self.generation()?)
+        self.listings.list(&self.places.root, self.generation()?)
     }
 
     fn watched(&self, on: bool) {
@@ -498,8 +651,23 @@ impl Storage for LocalStorage {
             path: self.journal.display().to_string(),
             reason,
         })?;
-        let journal = match held {
-            Held::Change(journal) => journal,
+        let (record, recovered) = match held {
+            Held::Change(record) => {
+                // The replay changes files without going through `apply`.
+                self.listings.hold().forget();
+                self.replay(&record)?;
+                let recovered = Recovery { label: record.label.clone(), replayed: record.ops.len() };
+                (record, Some(recovered))
+            }
+            Held::Applied(record) => {
+                // Of this boot, the files hold what the record says, or
+                // what someone made of them since.
+                if record.boot.is_none() || record.boot.as_deref() != boot() {
+                    self.listings.hold().forget();
+                    self.replay(&record)?;
+                }
+                (record, None)
+            }
             Held::Nothing => return Ok(None),
             Held::Torn => {
                 // Its writer died before the record was durable, so before
@@ -509,20 +677,18 @@ impl Storage for LocalStorage {
                 return Ok(None);
             }
         };
-        // The replay changes files without going through `apply`.
-        self.listings.hold().forget();
-        self.replay(&journal)?;
+        self.places.sync(&record.ops)?;
         journal::clear(&self.journal)?;
-        Ok(Some(Recovery { label: journal.label, replayed: journal.ops.len() }))
+        Ok(recovered)
     }
 
     fn location(&self) -> String {
-        self.root.display().to_string()
+        self.places.root.display().to_string()
     }
 
     fn trash_len(&self) -> Result<usize, StorageError> {
         let mut count = 0;
-        let mut stack = vec![self.trash.clone()];
+        let mut stack = vec![self.places.trash.clone()];
         while let Some(dir) = stack.pop() {
             for entry in fs::read_dir(&dir).map_err(io_error("list", &dir))? {
                 let entry = entry.map_err(io_error("list", &dir))?;
@@ -539,7 +705,7 @@ impl Storage for LocalStorage {
 
 impl std::fmt::Debug for LocalStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalStorage").field("root", &self.root).field("meta", &self.meta).finish()
+        f.debug_struct("LocalStorage").field("root", &self.places.root).field("meta", &self.meta).finish()
     }
 }
 
@@ -567,6 +733,18 @@ mod tests {
         storage.read(&id(id_)).unwrap()
     }
 
+    fn put(storage: &LocalStorage, id_: &str, text: &str) -> Result<(), StorageError> {
+        storage.apply(&Change { puts: vec![(id(id_), text.into())], deletes: vec![], label: "t".into() })
+    }
+
+    /// The journal's record, when it is applied.
+    fn applied(storage: &LocalStorage) -> Option<Journal> {
+        match journal::read(&fs::read(&storage.journal).unwrap()).unwrap() {
+            Held::Applied(record) => Some(record),
+            _ => None,
+        }
+    }
+
     #[test]
     fn a_committed_journal_is_completed_by_recovery() {
         completed_by_recovery(commit_journal);
@@ -574,22 +752,24 @@ mod tests {
 
     #[test]
     fn a_journal_of_an_older_memtree_is_completed_by_recovery() {
-        // Plain JSON, renamed into place.
+        // Plain JSON.
         completed_by_recovery(|storage, journal| {
-            write_atomic(&storage.temp, &storage.journal, &serde_json::to_vec(journal).unwrap()).unwrap();
+            fs::write(&storage.journal, serde_json::to_vec(journal).unwrap()).unwrap();
         });
     }
 
     fn completed_by_recovery(commit: impl Fn(&LocalStorage, &Journal)) {
         let (_dir, storage) = store();
-        storage.put(&id("old"), "old text").unwrap();
+        put(&storage, "old", "old text").unwrap();
+        drop(storage.recover().unwrap());
         let batch = TrashBatch::new(1, 2, 3);
         let journal = Journal {
+            boot: None,
             label: "update root".into(),
             ops: vec![
-                JournalOp::Trash { batch: batch.clone(), id: id("old") },
-                JournalOp::Put { id: id("root"), content: "[[new]]".into() },
-                JournalOp::Put { id: id("a/new"), content: "# new\n\n".into() },
+                JournalOp::Trash { batch: batch.clone(), id: id("old"), at: None },
+                JournalOp::Put { id: id("root"), content: "[[new]]".into(), at: None },
+                JournalOp::Put { id: id("a/new"), content: "# new\n\n".into(), at: None },
             ],
         };
         commit(&storage, &journal);
@@ -602,7 +782,7 @@ mod tests {
         assert_eq!(text(&storage, "old"), None);
         assert_eq!(text(&storage, "root").as_deref(), Some("[[new]]"));
         assert_eq!(text(&storage, "a/new").as_deref(), Some("# new\n\n"));
-        let trashed = storage.trash.join(batch.as_str()).join("old.md");
+        let trashed = storage.places.trashed(&batch, &id("old"));
         assert_eq!(fs::read_to_string(trashed).unwrap(), "old text");
         assert_eq!(storage.recover().unwrap(), None);
     }
@@ -610,10 +790,11 @@ mod tests {
     #[test]
     fn a_journal_cut_short_leaves_the_before_state() {
         let (_dir, storage) = store();
-        storage.put(&id("root"), "before").unwrap();
+        put(&storage, "root", "before").unwrap();
         let journal = Journal {
+            boot: None,
             label: "update root".into(),
-            ops: vec![JournalOp::Put { id: id("root"), content: "after".into() }],
+            ops: vec![JournalOp::Put { id: id("root"), content: "after".into(), at: None }],
         };
         let bytes = journal::frame(&journal);
         journal::write(&storage.journal, &bytes[..bytes.len() - 1]).unwrap();
@@ -632,24 +813,6 @@ mod tests {
         assert!(matches!(storage.recover(), Err(StorageError::BadJournal { .. })));
     }
 
-    #[test]
-    fn multi_document_changes_leave_no_journal() {
-        let (_dir, storage) = store();
-        let change = Change {
-            puts: vec![(id("root"), "[[a]]".into()), (id("a"), "# a".into())],
-            deletes: vec![],
-            label: "t".into(),
-        };
-        storage.apply(&change).unwrap();
-        assert!(!storage.has_pending_change().unwrap());
-        assert_eq!(text(&storage, "a").as_deref(), Some("# a"));
-    }
-
-    /// Whether the journal holds a done mark not yet made durable.
-    fn marked(storage: &LocalStorage) -> bool {
-        fs::read(&storage.journal).unwrap()[..journal::DONE_MARK.len()] == journal::DONE_MARK
-    }
-
     fn two_documents(label: &str) -> Change {
         Change {
             puts: vec![(id("root"), format!("[[a]] {label}")), (id("a"), format!("# a {label}"))],
@@ -658,46 +821,192 @@ mod tests {
         }
     }
 
-    /// A multi-document change is acknowledged with its journal marked done
-    /// but not synced; a single document's write syncs the mark first, so
-    /// no record left on disk can be replayed over it.
+    fn ops_of(record: &Journal) -> Vec<(&str, Option<&str>)> {
+        record
+            .ops
+            .iter()
+            .map(|op| match op {
+                JournalOp::Put { id, content, .. } => (id.as_str(), Some(content.as_str())),
+                JournalOp::Trash { id, .. } => (id.as_str(), None),
+            })
+            .collect()
+    }
+
+    /// A change leaves its record applied, not yet cleared: nothing to
+    /// replay, and the documents to sync at the checkpoint.
     #[test]
-    fn a_single_write_settles_the_done_mark_first() {
+    fn a_change_leaves_an_applied_record_for_the_checkpoint() {
         let (_dir, storage) = store();
         let lock = storage.lock(LockMode::Exclusive).unwrap();
         storage.apply(&two_documents("one")).unwrap();
-        assert!(marked(&storage), "the mark waits");
-        assert!(!storage.has_pending_change().unwrap());
-        assert_eq!(storage.recover().unwrap(), None, "nothing to replay");
-        storage
-            .apply(&Change {
-                puts: vec![(id("a"), "# a, once more".into())],
-                deletes: vec![],
-                label: "x".into(),
-            })
-            .unwrap();
-        assert!(!marked(&storage), "settled before the write");
-        assert_eq!(text(&storage, "a").as_deref(), Some("# a, once more"));
+        assert_eq!(text(&storage, "a").as_deref(), Some("# a one"));
+        assert!(!storage.has_pending_change().unwrap(), "nothing to replay");
+        let record = applied(&storage).expect("an applied record");
+        assert_eq!(ops_of(&record), [("root", Some("[[a]] one")), ("a", Some("# a one"))]);
+        assert!(checkpoint::settle(&storage.journal, &storage.places).unwrap());
+        assert_eq!(journal::head(&storage.journal).unwrap(), Head::Clear);
+        assert!(!checkpoint::settle(&storage.journal, &storage.places).unwrap(), "once");
         drop(lock);
     }
 
-    /// Left alone, the mark is settled once changes pause, or when the
-    /// store is let go.
+    /// Each change's record carries the operations still unsynced, but
+    /// not the puts it writes over; a put before a trashing stays.
     #[test]
-    fn the_done_mark_is_settled_when_changes_pause_or_the_store_closes() {
+    fn the_next_record_carries_what_is_not_yet_synced() {
+        let (_dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        storage.apply(&two_documents("one")).unwrap();
+        put(&storage, "a", "# a, once more").unwrap();
+        let record = applied(&storage).unwrap();
+        assert_eq!(ops_of(&record), [("root", Some("[[a]] one")), ("a", Some("# a, once more"))]);
+        storage.apply(&Change { puts: vec![], deletes: vec![id("a")], label: "prune".into() }).unwrap();
+        put(&storage, "a", "# a again").unwrap();
+        let record = applied(&storage).unwrap();
+        assert_eq!(
+            ops_of(&record),
+            [
+                ("root", Some("[[a]] one")),
+                ("a", Some("# a, once more")),
+                ("a", None),
+                ("a", Some("# a again"))
+            ]
+        );
+        // Another process's store reads the record back, not its cache.
+        let other = LocalStorage::open(storage.root()).unwrap();
+        put(&other, "b", "# b").unwrap();
+        assert_eq!(ops_of(&applied(&storage).unwrap()).len(), 5);
+        drop(lock);
+    }
+
+    /// A crash of the machine may lose the mark and documents not yet
+    /// synced: recovery writes them again from the record, but leaves a
+    /// document edited since (by another program) as it is.
+    #[test]
+    fn recovery_restores_lost_writes_and_leaves_later_edits_alone() {
+        let (dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        storage.apply(&two_documents("one")).unwrap();
+        put(&storage, "b", "# b").unwrap();
+        let record = applied(&storage).unwrap();
+        // The disk kept the record but not the mark, nor root's new text
+        // (an old file, from before the change) ...
+        journal::write(&storage.journal, &journal::frame(&record)).unwrap();
+        let root = dir.path().join("root.md");
+        fs::write(&root, "old root").unwrap();
+        let long_ago = UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        fs::File::options().write(true).open(&root).unwrap().set_modified(long_ago).unwrap();
+        // ... nor b's (a new file, empty) ...
+        fs::write(dir.path().join("b.md"), "").unwrap();
+        // ... and an editor changed a since.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        fs::write(dir.path().join("a.md"), "# a, edited by hand").unwrap();
+        assert!(storage.has_pending_change().unwrap());
+        assert_eq!(storage.recover().unwrap().map(|r| r.replayed), Some(3));
+        assert_eq!(text(&storage, "root").as_deref(), Some("[[a]] one"));
+        assert_eq!(text(&storage, "b").as_deref(), Some("# b"));
+        assert_eq!(text(&storage, "a").as_deref(), Some("# a, edited by hand"));
+        assert_eq!(journal::head(&storage.journal).unwrap(), Head::Clear, "synced and cleared");
+        drop(lock);
+    }
+
+    /// The machine crashed after a change's applied mark reached the
+    /// disk but before its document did: the next open writes it again.
+    #[test]
+    fn an_open_completes_an_applied_record_a_crash_may_have_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(LocalStorage::open(dir.path()).unwrap());
+        // As a change leaves it (written here, so no settler of a live
+        // store checkpoints it first), with its document cut by a crash.
+        let journal = dir.path().join(".memtree/journal.json");
+        let at = Some(unix_ms());
+        let record = Journal {
+            boot: None,
+            label: "t".into(),
+            ops: vec![JournalOp::Put { id: id("root"), content: "[[a]] one".into(), at }],
+        };
+        journal::write(&journal, &journal::frame(&record)).unwrap();
+        journal::mark_applied(&journal).unwrap();
+        let root = dir.path().join("root.md");
+        fs::write(&root, "old root").unwrap();
+        let long_ago = UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        fs::File::options().write(true).open(&root).unwrap().set_modified(long_ago).unwrap();
+        let reopened = LocalStorage::open(dir.path()).unwrap();
+        assert_eq!(text(&reopened, "root").as_deref(), Some("[[a]] one"));
+        assert_eq!(journal::head(&journal).unwrap(), Head::Clear);
+        drop(reopened);
+        // Of this boot, the page cache held the record's documents: what
+        // is gone since (deleted by hand) stays gone.
+        let record = Journal {
+            boot: boot().map(str::to_owned),
+            label: "t".into(),
+            ops: vec![JournalOp::Put { id: id("gone"), content: "# gone".into(), at }],
+        };
+        journal::write(&journal, &journal::frame(&record)).unwrap();
+        journal::mark_applied(&journal).unwrap();
+        let reopened = LocalStorage::open(dir.path()).unwrap();
+        assert_eq!(text(&reopened, "gone"), None);
+        assert_eq!(journal::head(&journal).unwrap(), Head::Clear);
+    }
+
+    /// A record carrying a document written then trashed: replaying it
+    /// writes the document again, which is the replay's own write, and
+    /// trashes it again.
+    #[test]
+    fn a_replay_trashes_again_what_it_wrote_again() {
+        let (_dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        put(&storage, "c0", "# c0").unwrap();
+        storage
+            .apply(&Change {
+                puts: vec![(id("c1"), "# c1".into())],
+                deletes: vec![id("c0")],
+                label: "t".into(),
+            })
+            .unwrap();
+        let record = applied(&storage).unwrap();
+        assert_eq!(ops_of(&record), [("c0", Some("# c0")), ("c0", None), ("c1", Some("# c1"))]);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        journal::write(&storage.journal, &journal::frame(&record)).unwrap();
+        storage.recover().unwrap();
+        assert_eq!((text(&storage, "c0"), text(&storage, "c1").as_deref()), (None, Some("# c1")));
+        drop(lock);
+    }
+
+    /// A burst of changes to many documents syncs them once the record
+    /// would grow past the limit, so each change writes a bounded record.
+    #[test]
+    fn a_record_carries_no_more_than_the_limit() {
+        let (_dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        let text_ = "x".repeat(3000);
+        let mut longest = 0;
+        for n in 0..100 {
+            put(&storage, &format!("d{n}"), &text_).unwrap();
+            longest = longest.max(journal::frame(&applied(&storage).unwrap()).len());
+        }
+        assert!(longest <= CARRY_LIMIT + text_.len() + 200, "{longest}");
+        assert!(longest > CARRY_LIMIT / 2, "{longest}: operations are carried");
+        assert_eq!(text(&storage, "d0").as_deref(), Some(text_.as_str()));
+        drop(lock);
+    }
+
+    /// Left alone, the record is checkpointed once changes pause, or when
+    /// the store is let go.
+    #[test]
+    fn an_applied_record_is_checkpointed_when_changes_pause_or_the_store_closes() {
         let (_dir, storage) = store();
         storage.apply(&two_documents("one")).unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while marked(&storage) && std::time::Instant::now() < deadline {
+        while applied(&storage).is_some() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(!marked(&storage), "settled in a quiet moment");
+        assert!(applied(&storage).is_none(), "checkpointed in a quiet moment");
         let journal = storage.journal.clone();
         let lock = storage.lock(LockMode::Exclusive).unwrap();
         storage.apply(&two_documents("two")).unwrap();
         drop(lock);
         drop(storage);
-        assert_eq!(fs::read(journal).unwrap()[..16], [0; 16], "settled as the store closed");
+        assert_eq!(fs::read(journal).unwrap()[..16], [0; 16], "checkpointed as the store closed");
     }
 
     #[cfg(unix)]
@@ -706,7 +1015,7 @@ mod tests {
         let (dir, storage) = store();
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).unwrap();
-        let err = storage.put(&id("escape/x"), "x").unwrap_err();
+        let err = put(&storage, "escape/x", "x").unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -752,8 +1061,8 @@ mod tests {
         let (_dir, storage) = store();
         fs::remove_dir_all(&storage.meta).unwrap();
         drop(storage.lock(LockMode::Exclusive).unwrap());
-        storage.put(&id("root"), "x").unwrap();
-        assert!(storage.trash.is_dir());
+        put(&storage, "root", "x").unwrap();
+        assert!(storage.places.trash.is_dir());
     }
 
     #[test]
