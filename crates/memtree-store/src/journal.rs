@@ -180,8 +180,8 @@ pub(crate) fn head(path: &Path) -> Result<Head, StorageError> {
     }
     let start = &start[..n];
     Ok(if start.starts_with(&APPLIED_MARK) && n == HEADER {
-        let len = u64::from_le_bytes(start[16..24].try_into().expect("eight bytes"));
-        Head::Applied { len, crc: u32::from_le_bytes(start[24..28].try_into().expect("four bytes")) }
+        let (len, crc) = key(start);
+        Head::Applied { len, crc }
     } else if start.starts_with(&OLD_DONE_MARK) {
         Head::OldDone
     } else if start.iter().take(MAGIC.len()).any(|&b| b != 0) {
@@ -263,8 +263,8 @@ pub(crate) fn mark_applied(path: &Path) -> Result<(), StorageError> {
     }
 }
 
-/// The length and CRC that name the record `bytes` (a [`frame`]) once it
-/// is applied: what [`head`] then reads.
+/// The length and CRC that name the record `bytes` (a [`frame`], or its
+/// header, applied or not): what [`head`] reads once it is applied.
 pub(crate) fn key(bytes: &[u8]) -> (u64, u32) {
     let len = u64::from_le_bytes(bytes[16..24].try_into().expect("a framed record"));
     (len, u32::from_le_bytes(bytes[24..28].try_into().expect("a framed record")))
