@@ -20,11 +20,17 @@ pub(crate) fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::
 /// system), unsynced: the first half of an atomic write, finished by
 /// [`rename_into`]. A journal record covers it until its checkpoint.
 pub(crate) fn write_temp(temp_dir: &Path, bytes: &[u8]) -> Result<PathBuf, StorageError> {
-    let temp = temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
-    let mut file =
-        OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io_error("create", &temp))?;
-    file.write_all(bytes).map_err(io_error("write", &temp))?;
-    Ok(temp)
+    loop {
+        let temp =
+            temp_dir.join(format!("{}-{}", std::process::id(), TEMP_SEQ.fetch_add(1, Ordering::Relaxed)));
+        // A name taken: a dead process's file, whose id this one was given.
+        let mut file = match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            file => file.map_err(io_error("create", &temp))?,
+        };
+        file.write_all(bytes).map_err(io_error("write", &temp))?;
+        return Ok(temp);
+    }
 }
 
 /// Renames `temp` to `path`, making its folders, each noted in `changed`.
@@ -151,5 +157,17 @@ mod tests {
         let folders: Vec<&Path> = changed.iter().collect();
         assert_eq!(folders, [dir.path(), &dir.path().join("a"), &dir.path().join("a/b")]);
         changed.sync().unwrap();
+    }
+
+    #[test]
+    fn a_temp_name_left_by_a_dead_process_with_this_id_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let next = TEMP_SEQ.load(Ordering::Relaxed);
+        for seq in next..next + 8 {
+            fs::write(dir.path().join(format!("{}-{seq}", std::process::id())), "theirs").unwrap();
+        }
+        let temp = write_temp(dir.path(), b"ours").unwrap();
+        assert_eq!(fs::read(&temp).unwrap(), b"ours");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 9);
     }
 }

@@ -5,18 +5,22 @@
 use std::fs::{File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memtree_core::{DocId, StorageError};
 
 use crate::atomic_file::{ChangedFolders, io_error};
 use crate::journal::{self, Head, Held, JournalOp, TrashBatch};
+use crate::spares::Spares;
 
 /// Where a store keeps its documents and its trash.
 #[derive(Debug, Clone)]
 pub(crate) struct Places {
     pub root: PathBuf,
     pub trash: PathBuf,
+    /// Told when a sync made this process's swaps durable.
+    pub spares: Arc<Spares>,
 }
 
 impl Places {
@@ -63,6 +67,10 @@ pub(crate) fn settle(journal: &Path, places: &Places) -> Result<bool, StorageErr
         Head::Applied { .. } => {
             if let Some(Ok(Held::Applied(record))) = journal::bytes(journal)?.map(|b| journal::read(&b)) {
                 places.sync(&record.ops)?;
+                // A record carries every change not yet synced (at least
+                // its last put of each document), so it held each swap
+                // this process made.
+                places.spares.synced();
             }
         }
         Head::OldDone => {}
@@ -122,7 +130,8 @@ mod tests {
 
     #[test]
     fn the_folders_synced_run_from_each_file_up_to_its_top() {
-        let places = Places { root: "/s".into(), trash: "/s/.memtree/trash".into() };
+        let places =
+            Places { root: "/s".into(), trash: "/s/.memtree/trash".into(), spares: Default::default() };
         let mut folders = ChangedFolders::default();
         add_folders(&mut folders, &places.doc(&DocId::parse("a/b/c").unwrap()), &places.root);
         let batch = TrashBatch::new(1, 2, 3);

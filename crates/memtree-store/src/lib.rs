@@ -11,6 +11,7 @@ mod in_memory;
 mod journal;
 mod listing;
 mod local;
+mod spares;
 
 pub use atomic_file::{own_folder, set_aside};
 pub use in_memory::InMemoryStorage;

@@ -57,6 +57,10 @@ impl std::str::FromStr for Fault {
 /// change syncs them itself: it bounds what each change writes again.
 const CARRY_LIMIT: usize = 64 * 1024;
 
+/// Reads of a document that changed while it was read, before what was
+/// read is taken.
+const READ_ATTEMPTS: u32 = 3;
+
 pub struct LocalStorage {
     places: Places,
     meta: PathBuf,
@@ -92,7 +96,7 @@ impl LocalStorage {
         let root = root.into();
         let meta = root.join(META_DIR);
         let (journal, lock_path) = (meta.join("journal.json"), meta.join("lock"));
-        let places = Places { trash: meta.join("trash"), root };
+        let places = Places { trash: meta.join("trash"), root, spares: Default::default() };
         let storage = LocalStorage {
             settler: DoneSettler::new(journal.clone(), lock_path.clone(), places.clone()),
             temp: meta.join("tmp"),
@@ -108,6 +112,7 @@ impl LocalStorage {
             carried: Mutex::default(),
         };
         storage.create_layout()?;
+        crate::spares::sweep(&storage.temp);
         storage.complete_applied();
         Ok(storage)
     }
@@ -225,7 +230,7 @@ impl LocalStorage {
         let mut temps = Vec::new();
         for op in ops {
             if let JournalOp::Put { content, .. } = op {
-                match write_temp(&self.temp, content.as_bytes()) {
+                match self.places.spares.write(&self.temp, content.as_bytes()) {
                     Ok(temp) => temps.push(temp),
                     Err(error) => {
                         temps.iter().for_each(|temp| drop(fs::remove_file(temp)));
@@ -250,7 +255,7 @@ impl LocalStorage {
             match op {
                 JournalOp::Put { id, .. } => {
                     let temp = temps.next().expect("one temporary file per put");
-                    rename_into(&temp, &self.doc_path(id), &mut unsynced)?;
+                    self.places.spares.put(&temp, &self.doc_path(id), &mut unsynced)?;
                 }
                 JournalOp::Trash { batch, id, .. } => self.move_to_trash(batch, id, &mut unsynced)?,
             }
@@ -385,7 +390,11 @@ impl LocalStorage {
             boot: boot().map(str::to_owned),
         });
         if bytes.len() > CARRY_LIMIT && !kept.is_empty() {
-            self.places.sync(&kept)?;
+            // The documents this change writes again are synced as they
+            // stand too: then every swap made so far is durable, and the
+            // files it freed may take this change's texts.
+            self.places.sync(&[&kept[..], &ops].concat())?;
+            self.places.spares.synced();
             kept.clear();
             bytes = journal::frame(&Journal {
                 label: change.label.clone(),
@@ -503,35 +512,48 @@ impl Storage for LocalStorage {
         if self.linked_folder(id).is_some() {
             return Ok(None);
         }
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(unreadable(Unreadable::Symlink)),
-            Err(e) => return Err(io_error("read", &path)(e)),
-        };
-        let meta = file.metadata().map_err(io_error("stat", &path))?;
-        if meta.is_dir() {
-            return Ok(None); // A folder named like a document is a folder.
+        // A file written while it is read (one a rewrite swapped out and a
+        // later one wrote over, or another program's write in place) is
+        // read again.
+        for attempt in 1.. {
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&path)
+            {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(unreadable(Unreadable::Symlink));
+                }
+                Err(e) => return Err(io_error("read", &path)(e)),
+            };
+            let meta = file.metadata().map_err(io_error("stat", &path))?;
+            if meta.is_dir() {
+                return Ok(None); // A folder named like a document is a folder.
+            }
+            if !meta.is_file() {
+                return Err(unreadable(Unreadable::NotAFile));
+            }
+            let too_large = |len| unreadable(Unreadable::TooLarge { len, limit: self.read_limit });
+            if meta.len() > self.read_limit {
+                return Err(too_large(meta.len()));
+            }
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            (&file)
+                .take(self.read_limit.saturating_add(1))
+                .read_to_end(&mut bytes)
+                .map_err(io_error("read", &path))?;
+            if bytes.len() as u64 > self.read_limit {
+                return Err(too_large(bytes.len() as u64));
+            }
+            let after = file.metadata().map_err(io_error("stat", &path))?;
+            if attempt < READ_ATTEMPTS && stamp_of(&after) != stamp_of(&meta) {
+                continue;
+            }
+            return String::from_utf8(bytes).map(Some).map_err(|_| unreadable(Unreadable::InvalidUtf8));
         }
-        if !meta.is_file() {
-            return Err(unreadable(Unreadable::NotAFile));
-        }
-        let too_large = |len| unreadable(Unreadable::TooLarge { len, limit: self.read_limit });
-        if meta.len() > self.read_limit {
-            return Err(too_large(meta.len()));
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(self.read_limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(io_error("read", &path))?;
-        if bytes.len() as u64 > self.read_limit {
-            return Err(too_large(bytes.len() as u64));
-        }
-        String::from_utf8(bytes).map(Some).map_err(|_| unreadable(Unreadable::InvalidUtf8))
+        unreachable!("the last attempt returns")
     }
 
     /// A document is a regular file, or a symbolic link or special file
@@ -645,6 +667,7 @@ impl Storage for LocalStorage {
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
         self.clear_temp()?;
+        self.places.spares.forget();
         self.names.clear();
         let Some(bytes) = journal::bytes(&self.journal)? else { return Ok(None) };
         let held = journal::read(&bytes).map_err(|reason| StorageError::BadJournal {
@@ -678,6 +701,7 @@ impl Storage for LocalStorage {
             }
         };
         self.places.sync(&record.ops)?;
+        self.places.spares.synced();
         journal::clear(&self.journal)?;
         Ok(recovered)
     }
@@ -988,6 +1012,91 @@ mod tests {
         assert!(longest > CARRY_LIMIT / 2, "{longest}: operations are carried");
         assert_eq!(text(&storage, "d0").as_deref(), Some(text_.as_str()));
         drop(lock);
+    }
+
+    fn inode(storage: &LocalStorage, id_: &str) -> u64 {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(storage.doc_path(&id(id_))).unwrap().ino()
+    }
+
+    #[test]
+    fn a_rewrite_writes_over_the_old_file_only_after_a_checkpoint() {
+        let (_dir, storage) = store();
+        // Keeps the settler from checkpointing on its own.
+        let _held = storage.lock(LockMode::Shared).unwrap();
+        put(&storage, "a", "one").unwrap();
+        let old = inode(&storage, "a");
+        put(&storage, "a", "two").unwrap();
+        put(&storage, "b", "bee").unwrap();
+        assert_ne!(inode(&storage, "b"), old, "written over before its swap was durable");
+        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        put(&storage, "c", "sea").unwrap();
+        assert_eq!(inode(&storage, "c"), old, "the swapped-out file is used again");
+        assert_eq!(
+            [text(&storage, "a"), text(&storage, "b"), text(&storage, "c")],
+            [Some("two".into()), Some("bee".into()), Some("sea".into())]
+        );
+    }
+
+    #[test]
+    fn writes_that_never_pause_use_the_files_they_freed() {
+        let (_dir, storage) = store();
+        let _held = storage.lock(LockMode::Shared).unwrap();
+        let mut files = std::collections::HashSet::new();
+        // 40 documents of 3 KB pass the carry limit every 20 or so
+        // writes: the writer checkpoints itself.
+        for n in 0..200 {
+            put(&storage, &format!("d{}", n % 40), &format!("{n}{}", "x".repeat(3000))).unwrap();
+            files.insert(inode(&storage, &format!("d{}", n % 40)));
+        }
+        assert!(files.len() < 120, "{} files made for 200 writes", files.len());
+        assert!(text(&storage, "d39").unwrap().starts_with("199x"));
+    }
+
+    #[test]
+    fn a_document_with_another_name_is_never_written_over() {
+        let (dir, storage) = store();
+        let _held = storage.lock(LockMode::Shared).unwrap();
+        put(&storage, "a", "one").unwrap();
+        let link = dir.path().join("backup-of-a");
+        fs::hard_link(storage.doc_path(&id("a")), &link).unwrap();
+        put(&storage, "a", "two").unwrap();
+        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        for (doc, text) in [("b", "bee"), ("c", "sea"), ("a", "three")] {
+            put(&storage, doc, text).unwrap();
+        }
+        assert_eq!(fs::read_to_string(&link).unwrap(), "one");
+        assert_eq!(text(&storage, "a").as_deref(), Some("three"));
+    }
+
+    #[test]
+    fn spares_are_removed_when_the_store_is_let_go_or_their_process_is_dead() {
+        let (dir, storage) = store();
+        put(&storage, "a", "one").unwrap();
+        put(&storage, "a", "two").unwrap();
+        let temp = dir.path().join(".memtree/tmp");
+        assert_eq!(fs::read_dir(&temp).unwrap().count(), 1, "the old file is kept");
+        drop(storage);
+        assert_eq!(fs::read_dir(&temp).unwrap().count(), 0);
+        // A killed process's: no process has an id past the kernel's limit.
+        fs::write(temp.join("999999999-3"), "old").unwrap();
+        fs::write(temp.join(format!("{}-999", std::process::id())), "a live one's").unwrap();
+        let _storage = LocalStorage::open(dir.path()).unwrap();
+        let left: Vec<_> = fs::read_dir(&temp).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from(format!("{}-999", std::process::id()))]);
+    }
+
+    #[test]
+    fn writes_go_on_when_the_spare_files_are_gone() {
+        let (_dir, storage) = store();
+        let _held = storage.lock(LockMode::Shared).unwrap();
+        put(&storage, "a", "one").unwrap();
+        put(&storage, "a", "two").unwrap();
+        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        // As another process's recovery would.
+        storage.clear_temp().unwrap();
+        put(&storage, "b", "bee").unwrap();
+        assert_eq!([text(&storage, "a"), text(&storage, "b")], [Some("two".into()), Some("bee".into())]);
     }
 
     /// Left alone, the record is checkpointed once changes pause, or when
