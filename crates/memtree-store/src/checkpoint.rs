@@ -41,7 +41,7 @@ impl Places {
     /// Syncs each file `ops` wrote or moved, then every folder from each
     /// one's up to the store's (or the trash's) own, which holds any folder
     /// a change made or removed on the way.
-    pub fn sync(&self, ops: &[JournalOp]) -> Result<(), StorageError> {
+    pub fn sync<'o>(&self, ops: impl IntoIterator<Item = &'o JournalOp>) -> Result<(), StorageError> {
         let mut folders = ChangedFolders::default();
         for op in ops {
             let doc = self.doc(op.id());

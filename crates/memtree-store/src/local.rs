@@ -393,7 +393,7 @@ impl LocalStorage {
             // The documents this change writes again are synced as they
             // stand too: then every swap made so far is durable, and the
             // files it freed may take this change's texts.
-            self.places.sync(&[&kept[..], &ops].concat())?;
+            self.places.sync(kept.iter().chain(&ops))?;
             self.places.spares.synced();
             kept.clear();
             bytes = journal::frame(&Journal {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memtree_core::StorageError;
 
-use crate::atomic_file::{ChangedFolders, create_dirs, io_error, write_temp};
+use crate::atomic_file::{ChangedFolders, io_error, rename_into, write_temp};
 
 /// Old files kept waiting for a checkpoint; past this, they are unlinked.
 const KEPT: usize = 256;
@@ -73,22 +73,19 @@ impl Spares {
     /// swapped with the document there, whose file is kept as a spare, or
     /// renamed over it.
     pub fn put(&self, temp: &Path, path: &Path, changed: &mut ChangedFolders) -> Result<(), StorageError> {
-        let parent = path.parent().expect("document paths have a parent");
-        create_dirs(parent, changed)?;
         let made = self.lock().made;
-        let swapped = made.is_some_and(|made| made.at(path)) && self.exchange(temp, path)?;
-        if swapped {
+        // A document of ours is there, so its folders are.
+        if made.is_some_and(|made| made.at(path)) && self.exchange(temp, path)? {
             let mut state = self.lock();
             if state.waiting.len() < KEPT {
                 state.waiting.push(temp.to_path_buf());
             } else {
                 drop(fs::remove_file(temp));
             }
-        } else {
-            fs::rename(temp, path).map_err(io_error("rename", path))?;
+            changed.add(path.parent().expect("document paths have a parent"));
+            return Ok(());
         }
-        changed.add(parent);
-        Ok(())
+        rename_into(temp, path, changed)
     }
 
     /// Every swap made so far is durable (a checkpoint synced the folders
