@@ -85,6 +85,21 @@ fn reads_back(value: &Value, expected: &str) -> bool {
     }
 }
 
+/// A line's indentation in columns as libyaml counts it (spaces, and a
+/// byte-order mark opening the line, skipped but counted as a column) and
+/// the rest.
+fn indentation(line: &str) -> (usize, &str) {
+    let after_bom = line.strip_prefix(BOM);
+    let rest = after_bom.unwrap_or(line).trim_start_matches(' ');
+    (usize::from(after_bom.is_some()) + after_bom.unwrap_or(line).len() - rest.len(), rest)
+}
+
+/// The indentation and rest of a block's first line that is not blank or
+/// a comment: the mapping's.
+fn first_line(yaml: &str) -> Option<(usize, &str)> {
+    yaml.lines().map(indentation).find(|(_, rest)| !rest.trim().is_empty() && !rest.starts_with('#'))
+}
+
 static STRICT: LazyLock<bool> = LazyLock::new(|| std::env::var_os("FUZZ_STRICT").is_some_and(|v| v == "1"));
 
 fn check_set_keys(text: &str, ops: &[(&'static str, Option<String>)]) {
@@ -115,29 +130,34 @@ fn check_set_keys(text: &str, ops: &[(&'static str, Option<String>)]) {
     if !*STRICT && before.yaml.is_some_and(yaml_blank_by_trim_only) {
         return;
     }
-    // Known: keys are added as lines at column 0, which is invalid YAML
-    // when the block's mapping is not a block mapping at column 0 (it is
-    // indented, ` a: 1`, or a flow mapping, `{a: 1}`). Reported; tolerated
-    // unless `FUZZ_STRICT=1`. libyaml skips a byte-order mark at column 0
-    // of any line, so `\u{feff} a: 1` is indented too.
-    let not_at_column_0 = |yaml: &str| {
-        yaml.lines()
-            .map(|l| l.trim_start_matches(BOM))
-            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-            .is_some_and(|l| l.starts_with(|c: char| c.is_whitespace() || "{?&!%".contains(c)))
+    // Known: keys are added at the indentation of the mapping's first line,
+    // which is invalid YAML when the mapping is not a block mapping (a flow
+    // mapping, `{a: 1}`, or one opened by a tag, an anchor or a complex
+    // key) or its first line is indented with a tab or a second
+    // byte-order mark. Reported; tolerated unless `FUZZ_STRICT=1`.
+    let not_a_block_mapping = |yaml: &str| {
+        first_line(yaml).is_some_and(|(_, rest)| rest.starts_with(|c: char| "{?&!%\t\u{feff}".contains(c)))
     };
-    if !*STRICT && before.yaml.is_some_and(not_at_column_0) {
+    if !*STRICT && before.yaml.is_some_and(not_a_block_mapping) {
         return;
     }
-    // Known: a key's value is taken to go on over the lines after it that
-    // start with a space or a tab, but a block sequence may start at column
-    // 0 (`tags:\n- a\n- b`), so may other values (`why:\n|`), and a block
+    // Known: a key's value is taken to go on over the lines after it
+    // indented further, but a block sequence may start at the key's column
+    // (`tags:\n- a\n- b`), so may other values (`why:\n|`), and a block
     // scalar may hold an empty line
     // (`why: |\n  a\n\n  b`); the lines after are left behind, and the YAML
-    // is no longer valid. Reported; tolerated unless `FUZZ_STRICT=1`.
+    // is no longer valid. Reported; tolerated unless `FUZZ_STRICT=1`. Lines
+    // are read here with the mapping's indentation taken off.
     let misread_continuation = |yaml: &str| {
-        let lines: Vec<&str> = yaml.lines().collect();
-        let indented = |l: &&str| l.starts_with([' ', '\t']);
+        let column = first_line(yaml).map_or(0, |(c, _)| c);
+        let lines: Vec<&str> = yaml
+            .lines()
+            .map(|l| match indentation(l) {
+                (c, rest) if column > 0 && c >= column => &l[l.len() - rest.len() - (c - column)..],
+                _ => l,
+            })
+            .collect();
+        let indented = |l: &&str| l.starts_with([' ', '\t', '\u{feff}']);
         lines.iter().enumerate().any(|(i, line)| {
             if !ops.iter().any(|(key, _)| line.starts_with(&format!("{key}:"))) {
                 return false;

@@ -230,7 +230,7 @@ pub fn fields(yaml: &str) -> Vec<(String, String)> {
 /// removed (`None`), every other line kept as written (its line ending and
 /// a byte-order mark included); a block is created when there is none.
 /// Values are YAML scalars, quoted where needed; new lines take the
-/// document's line ending.
+/// mapping's indentation and the document's line ending.
 pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let parts = split(text);
     let eol = LineEnding::of(text).as_str();
@@ -239,33 +239,47 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let mut lines: Vec<(String, String)> = line_ending::lines(yaml)
         .map(|l| (line_ending::content(l).to_owned(), line_ending::ending(l).to_owned()))
         .collect();
+    let blank = |l: &str| indentation(l).1.trim().is_empty();
+    // The mapping's keys are at the indentation of its first line that is
+    // not blank or a comment; new keys are written with that line's.
+    let first =
+        lines.iter().map(|(l, _)| l.as_str()).find(|l| !blank(l) && !indentation(l).1.starts_with('#'));
+    let column = first.map_or(0, |l| indentation(l).0);
+    let indent = first.map_or("", |l| &l[..l.len() - indentation(l).1.len()]).to_owned();
     for (key, value) in keys {
-        let at = lines.iter().position(|(l, _)| names_key(l, key));
-        let value_line = value.as_ref().map(|v| format!("{key}: {}", scalar(v)));
-        // A value goes on over indented lines, blank ones (inside a block
-        // scalar) and a sequence written at column 0.
+        let at = lines
+            .iter()
+            .position(|(l, _)| matches!(indentation(l), (c, rest) if c == column && names_key(rest, key)));
+        // A value goes on over lines indented further, blank ones (inside
+        // a block scalar) and a sequence written at the mapping's column.
         let continuation = |i: usize| {
             let more = lines[i + 1..]
                 .iter()
                 .take_while(|(l, _)| {
-                    l.trim().is_empty() || l.starts_with([' ', '\t']) || l == "-" || l.starts_with("- ")
+                    let (c, rest) = indentation(l);
+                    blank(l)
+                        || c > column
+                        || rest.starts_with('\t')
+                        || (c == column && (rest == "-" || rest.starts_with("- ")))
                 })
                 .count();
             // Blank lines at the end separate it from what follows.
-            more - lines[i + 1..i + 1 + more].iter().rev().take_while(|(l, _)| l.trim().is_empty()).count()
+            more - lines[i + 1..i + 1 + more].iter().rev().take_while(|(l, _)| blank(l)).count()
         };
-        match (at, value_line) {
-            (Some(i), Some(line)) => {
+        let value_line = |indent: &str| value.as_ref().map(|v| format!("{indent}{key}: {}", scalar(v)));
+        match at {
+            Some(i) => {
                 let end = i + continuation(i);
-                let ending = std::mem::take(&mut lines[end].1);
-                lines.splice(i..=end, [(line, ending)]);
+                let own = &lines[i].0[..lines[i].0.len() - indentation(&lines[i].0).1.len()];
+                match value_line(own) {
+                    Some(line) => {
+                        let ending = std::mem::take(&mut lines[end].1);
+                        lines.splice(i..=end, [(line, ending)]);
+                    }
+                    None => drop(lines.drain(i..=end)),
+                }
             }
-            (Some(i), None) => {
-                let end = i + continuation(i);
-                lines.drain(i..=end);
-            }
-            (None, Some(line)) => lines.push((line, eol.to_owned())),
-            (None, None) => {}
+            None => lines.extend(value_line(&indent).map(|line| (line, eol.to_owned()))),
         }
     }
     if lines.is_empty() && parts.block.is_none() {
@@ -291,11 +305,19 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     out
 }
 
-/// Whether a top-level line of a YAML block mapping is `key`'s, as YAML
-/// reads it: the key plain or quoted, blanks before the `:` allowed, and a
-/// byte-order mark opening the YAML not part of it.
+/// A line's indentation in columns as libyaml counts it, and the rest: its
+/// spaces, and a byte-order mark opening it, which libyaml skips but counts
+/// as a column.
+fn indentation(line: &str) -> (usize, &str) {
+    let after_bom = line.strip_prefix(BOM);
+    let rest = after_bom.unwrap_or(line).trim_start_matches(' ');
+    (usize::from(after_bom.is_some()) + after_bom.unwrap_or(line).len() - rest.len(), rest)
+}
+
+/// Whether a top-level line of a YAML block mapping, after its
+/// indentation, is `key`'s, as YAML reads it: the key plain or quoted,
+/// blanks before the `:` allowed.
 fn names_key(line: &str, key: &str) -> bool {
-    let line = line.trim_start_matches(BOM);
     let rest = [String::from(key), format!("\"{key}\""), format!("'{key}'")]
         .iter()
         .find_map(|written| line.strip_prefix(written.as_str()));
@@ -517,6 +539,20 @@ mod tests {
         // A byte-order mark opening the YAML does not hide its first key.
         let text = "---\n\u{feff}why: |5-\n---\nbody\n";
         assert_eq!(set_keys(text, &[("why", None)]), "---\n---\nbody\n");
+        // Keys go at the mapping's indentation, which a byte-order mark
+        // opening a line adds to (libyaml counts it as a column).
+        let text = "---\n\u{feff}summary: s\n---\nbody\n";
+        let set = set_keys(text, &[("why", Some("w".to_owned()))]);
+        assert_eq!(set, "---\n\u{feff}summary: s\n\u{feff}why: w\n---\nbody\n");
+        assert_eq!(reads(&set, "summary"), Some(Value::String("s".to_owned())));
+        assert_eq!(reads(&set, "why"), Some(Value::String("w".to_owned())));
+        let text = "---\n# c\n  a: 1\n  why: x\n  b: |\n    y\n---\nbody\n";
+        let set = set_keys(text, &[("why", Some("w".to_owned())), ("status", Some("active".to_owned()))]);
+        assert_eq!(set, "---\n# c\n  a: 1\n  why: w\n  b: |\n    y\n  status: active\n---\nbody\n");
+        // A line a mark indents under a mapping at column 0 is a value's.
+        let text = "---\na:\n\u{feff}why: x\n---\nbody\n";
+        let set = set_keys(text, &[("why", Some("w".to_owned()))]);
+        assert_eq!(set, "---\na:\n\u{feff}why: x\nwhy: w\n---\nbody\n");
         // Nor do blanks before the colon or quotes around the key.
         let text = "---\nstatus  : active\n'scope': agent\n\"why\"\t: x\n---\nbody\n";
         let set = set_keys(text, &[("status", None), ("scope", None), ("why", Some("y".to_owned()))]);
