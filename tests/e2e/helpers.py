@@ -428,9 +428,10 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
     the documents are the source of truth. With `include_meta`, the journal,
     trash, lock and temporary files are compared too, but not the search
     index (`index.sqlite*`), which a server's background indexing touches.
-    The history repository (`.git/`, and its queue `.memtree/history*`) is
+    The history repository (`.git/`, its queue `.memtree/history/`, the
+    files of committed records in `history.free/` and `history.lock`) is
     left out too: a server commits in the background; test_history.py
-    checks it. A done or applied journal (its first eight bytes zero) is
+    checks it (a prepared record, `history.pending/`, is compared). A done or applied journal (its first eight bytes zero) is
     compared as done: the rest is a record that a server checkpoints in the
     background, a moment after the change.
     """
@@ -442,7 +443,7 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
         parts = rel.split("/")
         if ".git" in parts or (not include_meta and META in parts):
             continue  # (namespace trees, `@NAME/`, have their own)
-        if META in parts and parts[parts.index(META) + 1 :][:1] in (["index.sqlite"], ["history"], ["history.lock"]):
+        if META in parts and parts[parts.index(META) + 1 :][:1] in (["index.sqlite"], ["history"], ["history.free"], ["history.lock"]):
             continue
         if any(part.startswith("index.sqlite") for part in parts):
             continue

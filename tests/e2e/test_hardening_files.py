@@ -236,7 +236,8 @@ async def test_a_damaged_journal_says_once_what_to_do(cli, store):
 
 @pytest.mark.parametrize(("path", "kind"), [
     ("lock", "folder"), ("tmp", "file"), ("trash", "file"), ("history", "file"),
-    ("history.pending", "file"), ("history.last", "folder"), ("journal.json", "folder"),
+    ("history.pending", "file"), ("history.free", "file"), ("history.last", "folder"),
+    ("journal.json", "folder"),
 ])
 async def test_memtrees_own_state_of_the_wrong_kind_is_set_aside(serve, cli, store, path, kind):
     """Finding 5's neighbours: a file where one of memtree's folders belongs

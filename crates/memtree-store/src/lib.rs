@@ -16,3 +16,4 @@ mod spares;
 pub use atomic_file::{own_folder, set_aside};
 pub use in_memory::InMemoryStorage;
 pub use local::{Fault, LocalStorage};
+pub use spares::open_to_write_over;

@@ -187,8 +187,17 @@ impl Made {
 
 /// The spare at `path` opened for writing, if it is still one of ours.
 fn reusable(path: &Path, made: Option<Made>) -> Option<File> {
+    let (file, meta) = open_to_write_over(path)?;
+    made?.like(&meta).then_some(file)
+}
+
+/// The file at `path` opened for writing, and its metadata, unless it is a
+/// symbolic link or a FIFO (which an open would follow or block on): for a
+/// caller that writes over a file it left to be used again, once it has
+/// checked the file is still what it left.
+pub fn open_to_write_over(path: &Path) -> Option<(File, fs::Metadata)> {
     let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
     let file = OpenOptions::new().write(true).custom_flags(flags).open(path).ok()?;
     let meta = file.metadata().ok()?;
-    made?.like(&meta).then_some(file)
+    Some((file, meta))
 }
