@@ -245,7 +245,7 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
     let first =
         lines.iter().map(|(l, _)| l.as_str()).find(|l| !blank(l) && !indentation(l).1.starts_with('#'));
     let column = first.map_or(0, |l| indentation(l).0);
-    let indent = first.map_or("", |l| &l[..l.len() - indentation(l).1.len()]).to_owned();
+    let indent = first.map_or("", leading).to_owned();
     for (key, value) in keys {
         let at = lines
             .iter()
@@ -270,8 +270,7 @@ pub fn set_keys(text: &str, keys: &[(&str, Option<String>)]) -> String {
         match at {
             Some(i) => {
                 let end = i + continuation(i);
-                let own = &lines[i].0[..lines[i].0.len() - indentation(&lines[i].0).1.len()];
-                match value_line(own) {
+                match value_line(leading(&lines[i].0)) {
                     Some(line) => {
                         let ending = std::mem::take(&mut lines[end].1);
                         lines.splice(i..=end, [(line, ending)]);
@@ -312,6 +311,11 @@ fn indentation(line: &str) -> (usize, &str) {
     let after_bom = line.strip_prefix(BOM);
     let rest = after_bom.unwrap_or(line).trim_start_matches(' ');
     (usize::from(after_bom.is_some()) + after_bom.unwrap_or(line).len() - rest.len(), rest)
+}
+
+/// The indentation a line opens with, as written.
+fn leading(line: &str) -> &str {
+    &line[..line.len() - indentation(line).1.len()]
 }
 
 /// Whether a top-level line of a YAML block mapping, after its

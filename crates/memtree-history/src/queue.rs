@@ -22,7 +22,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtree_core::{Change, DocId};
@@ -46,8 +46,9 @@ pub struct Queue {
     last: PathBuf,
     /// Files of records done with, to be written over.
     free: PathBuf,
-    /// The names in `free` this process knows of.
-    spare: Mutex<Vec<u128>>,
+    /// The names in `free` this process knows of, listed at first use (a
+    /// command that only reads lists nothing).
+    spare: OnceLock<Mutex<Vec<u128>>>,
 }
 
 /// Files kept in the free folder by a process: the records written
@@ -61,20 +62,27 @@ const KEPT_BYTES: u64 = 16 * 1024;
 impl Queue {
     /// The queue in `meta`, the store's `.memtree/` folder.
     pub fn new(meta: &Path) -> Queue {
-        let free = meta.join("history.free");
-        // Processes that shared the store may have left up to `KEPT`
-        // each: one process's worth stays.
-        let mut spare = named(&free).unwrap_or_default();
-        for extra in spare.split_off(spare.len().min(KEPT)) {
-            let _ = fs::remove_file(record_path(&free, extra));
-        }
         Queue {
             dir: meta.join("history"),
             pending: meta.join("history.pending"),
             last: meta.join("history.last"),
-            free,
-            spare: Mutex::new(spare),
+            free: meta.join("history.free"),
+            spare: OnceLock::new(),
         }
+    }
+
+    /// The free files' names, listed the first time they are asked for.
+    fn spare(&self) -> MutexGuard<'_, Vec<u128>> {
+        let spare = self.spare.get_or_init(|| {
+            // Processes that shared the store may have left up to `KEPT`
+            // each: one process's worth stays.
+            let mut spare = named(&self.free).unwrap_or_default();
+            for extra in spare.split_off(spare.len().min(KEPT)) {
+                let _ = fs::remove_file(record_path(&self.free, extra));
+            }
+            Mutex::new(spare)
+        });
+        spare.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sets aside what stands where the queue's folders and last name
@@ -159,7 +167,7 @@ impl Queue {
     /// false when there is none to take. A file with a second name or
     /// another owner is never written over (it is removed).
     fn write_over_spare(&self, bytes: &[u8], to: &Path) -> io::Result<bool> {
-        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spare = self.spare();
         while let Some(old) = spare.pop() {
             let from = record_path(&self.free, old);
             // Taken by another process, or not a file to write over.
@@ -192,7 +200,7 @@ impl Queue {
     /// Keeps the file at `path`, a record done with, to be written over,
     /// or removes it when enough are kept.
     fn release(&self, path: &Path, name: u128) -> io::Result<()> {
-        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spare = self.spare();
         let keep = spare.len() < KEPT && fs::symlink_metadata(path).is_ok_and(|m| m.len() <= KEPT_BYTES);
         if keep {
             let to = record_path(&self.free, name);
