@@ -286,6 +286,7 @@ fn scope_str(scope: Option<Scope>) -> Option<&'static str> {
 fn delete_docs(
     tx: &rusqlite::Transaction<'_>,
     ids: &[&str],
+    keep_links: &HashSet<String>,
     spelt: &mut Spellings,
     gone: &mut Vec<i64>,
 ) -> rusqlite::Result<()> {
@@ -320,10 +321,18 @@ fn delete_docs(
             spelt.count(&text, -1);
         }
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
-        tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
+        if !keep_links.contains(*id) {
+            tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
+        }
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
     }
     count_passages(tx, -passages, -tokens)
+}
+
+/// The documents queued after queue position `end`: their links in the
+/// table are from writes newer than a text read before they were queued.
+fn queued_after(tx: &rusqlite::Transaction<'_>, end: i64) -> rusqlite::Result<HashSet<String>> {
+    tx.prepare_cached("SELECT id FROM queue WHERE seq > ?1")?.query_map([end], |r| r.get(0))?.collect()
 }
 
 /// Makes `links` the links of `parent`, in order.
@@ -388,15 +397,24 @@ fn id_text(id: &DocId) -> String {
 }
 
 impl SearchIndex for SqliteIndex {
-    fn upsert(&self, docs: &[IndexedDoc]) -> Result<(), IndexError> {
-        if docs.is_empty() {
+    fn replace(
+        &self,
+        docs: &[IndexedDoc],
+        gone: &[DocId],
+        read_after: Option<i64>,
+    ) -> Result<(), IndexError> {
+        if docs.is_empty() && gone.is_empty() {
             return Ok(());
         }
         self.write(|tx| {
-            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            let newer = match read_after {
+                Some(end) => queued_after(tx, end)?,
+                None => HashSet::new(),
+            };
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).chain(gone.iter().map(DocId::as_str)).collect();
             let mut spelt = Spellings::default();
             let mut change = Change::default();
-            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
+            delete_docs(tx, &ids, &newer, &mut spelt, &mut change.gone)?;
             let mut doc_stmt = tx.prepare_cached(
                 "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -423,7 +441,9 @@ impl SearchIndex for SqliteIndex {
                     doc.front.expires,
                 ])?;
                 let docrow = tx.last_insert_rowid();
-                write_links(tx, &doc.id, &doc.links)?;
+                if !newer.contains(doc.id.as_str()) {
+                    write_links(tx, &doc.id, &doc.links)?;
+                }
                 let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
                 let (id_terms, title_terms, meta_terms) =
                     (stems.column(&id_text(&doc.id)), stems.column(&doc.title), stems.column(&meta));
@@ -470,18 +490,14 @@ impl SearchIndex for SqliteIndex {
         })
     }
 
-    fn remove(&self, ids: &[DocId]) -> Result<(), IndexError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<&str> = ids.iter().map(DocId::as_str).collect();
-        self.write(|tx| {
-            let mut spelt = Spellings::default();
-            let mut change = Change::default();
-            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
-            spelt.write(tx)?;
-            Ok(((), change))
-        })
+    fn queue_end(&self) -> Result<i64, IndexError> {
+        self.conn()
+            .query_row(
+                "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'queue'), 0)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(self.err())
     }
 
     fn paths(&self, ids: &[&DocId]) -> Result<Vec<Vec<DocId>>, IndexError> {
@@ -1569,7 +1585,7 @@ mod tests {
             .iter()
             .map(|(id, text)| IndexedDoc::from_text(DocId::parse(id).unwrap(), text, stamp(text)))
             .collect();
-        index.upsert(&docs).unwrap();
+        index.replace(&docs, &[], None).unwrap();
         (dir, index)
     }
 
@@ -1684,6 +1700,38 @@ mod tests {
         assert_eq!(passage_flags("東京でReact"), MIXED_WORDS, "`React`: a term the typo vocabulary lacks");
         assert_eq!(passage_flags("東京 tokyo, 東京タワー: v2"), 0, "CJK alone, letters alone");
         assert_eq!(passage_flags("- [[a]] v2東京v3"), LINKS | MIXED_WORDS);
+    }
+
+    /// The indexing thread reads the queue, then the files, then writes
+    /// what it read; a write of the same document can land in between.
+    #[test]
+    fn links_queued_after_the_text_was_read_are_kept() {
+        let (_dir, index) = indexed(&[("b", "# B\n")]);
+        let id = |s: &str| DocId::parse(s).unwrap();
+        let text = |s: &str| IndexedDoc::from_text(id("b"), s, Stamp { len: s.len() as u64, modified_ns: 2, tag: 0 });
+        let parents = |child: &str| index.parents(&id(child)).unwrap();
+        index.enqueue(&[Queued::put(id("b"), "- [[c]]\n")]).unwrap();
+
+        let read_after = index.queue_end().unwrap();
+        let read = text("- [[c]]\n");
+        index.enqueue(&[Queued::put(id("b"), "- [[c]]\n- [[d]]\n")]).unwrap();
+        index.replace(&[read], &[], Some(read_after)).unwrap();
+        assert_eq!((parents("c"), parents("d")), (vec![id("b")], vec![id("b")]), "the newer write's links");
+
+        // Read after every queued write: the text's links are the newest
+        // (an edit made outside memtree).
+        let read_after = index.queue_end().unwrap();
+        index.replace(&[text("- [[e]]\n")], &[], Some(read_after)).unwrap();
+        assert_eq!((parents("c"), parents("e")), (vec![], vec![id("b")]));
+
+        // Read as gone, and written again since.
+        let read_after = index.queue_end().unwrap();
+        index.enqueue(&[Queued::put(id("b"), "- [[f]]\n")]).unwrap();
+        index.replace(&[], &[id("b")], Some(read_after)).unwrap();
+        assert_eq!((parents("e"), parents("f")), (vec![], vec![id("b")]));
+        assert_eq!(index.stamp(&id("b")).unwrap(), None, "its text is the queue's to index again");
+        index.replace(&[], &[id("b")], None).unwrap();
+        assert_eq!(parents("f"), vec![]);
     }
 
     #[test]

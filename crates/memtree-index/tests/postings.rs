@@ -46,12 +46,12 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index.sqlite");
     let this = SqliteIndex::open(&path).unwrap();
-    this.upsert(&[
+    this.replace(&[
         doc("infra", "# Infra\n\n## Databases\nThe team's staging postgres listens on port 5433.\n\n## Deploy\nThe team deploys with the release train.\n"),
         doc("people", "# People\n\n## Alice\nAlice is the team's engineering manager.\n"),
         doc("cache", "# Cache\n\nCache invalidation is hard; the team flushes the staging cache on deploy.\n"),
         doc("notes", "# Notes\n\nThe team's release train leaves on Tuesdays. Postgres upgrades wait for it.\n"),
-    ])
+    ], &[], None)
     .unwrap();
     let fresh = || results(&SqliteIndex::open(&path).unwrap());
     assert_eq!(results(&this), fresh());
@@ -63,25 +63,37 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
 
     // This process adds a document, then rewrites, adds and removes: the
     // postings and counts it holds follow.
-    this.upsert(&[doc("staging", "# Staging\n\nThe team's staging deploys wait for the release train.\n")])
-        .unwrap();
-    assert_eq!(results(&this), fresh());
-    this.upsert(&[
-        doc("infra", "# Infra\n\n## Databases\nStaging postgres now listens on port 6543.\n"),
-        doc(
-            "runbook",
-            "# Runbook\n\n## Deploy\nTo deploy, board the release train; postgres port checks first.\n",
-        ),
-    ])
+    this.replace(
+        &[doc("staging", "# Staging\n\nThe team's staging deploys wait for the release train.\n")],
+        &[],
+        None,
+    )
     .unwrap();
-    this.remove(&[DocId::parse("people").unwrap()]).unwrap();
+    assert_eq!(results(&this), fresh());
+    this.replace(
+        &[
+            doc("infra", "# Infra\n\n## Databases\nStaging postgres now listens on port 6543.\n"),
+            doc(
+                "runbook",
+                "# Runbook\n\n## Deploy\nTo deploy, board the release train; postgres port checks first.\n",
+            ),
+        ],
+        &[],
+        None,
+    )
+    .unwrap();
+    this.replace(&[], &[DocId::parse("people").unwrap()], None).unwrap();
     assert_eq!(results(&this), fresh());
     assert!(results(&this)[4].is_empty(), "alice is gone");
 
     // Another process writes: what this one holds is read again.
     let other = SqliteIndex::open(&path).unwrap();
     other
-        .upsert(&[doc("people", "# People\n\n## Alice\nAlice is the staging manager; she owns the cache.\n")])
+        .replace(
+            &[doc("people", "# People\n\n## Alice\nAlice is the staging manager; she owns the cache.\n")],
+            &[],
+            None,
+        )
         .unwrap();
     assert_eq!(results(&this), fresh());
     assert!(!results(&this)[4].is_empty(), "alice is back");
@@ -89,13 +101,17 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     this.clear().unwrap();
     assert!(results(&this).iter().all(|hits| hits.is_empty()), "nothing after a clear");
     // A clear starts the passages' rowids again.
-    this.upsert(&[doc(
-        "cache",
-        "# Cache
+    this.replace(
+        &[doc(
+            "cache",
+            "# Cache
 
 Staging deploys flush the release train's cache.
 ",
-    )])
+        )],
+        &[],
+        None,
+    )
     .unwrap();
     assert_eq!(results(&this), fresh());
     assert!(!results(&this)[5].is_empty(), "staging is found again");
@@ -110,19 +126,23 @@ fn a_path_after_writes_follows_the_links_as_they_are() {
     let path_of = |index: &SqliteIndex, doc: &str| -> Vec<String> {
         index.paths(&[&id(doc)]).unwrap().concat().iter().map(ToString::to_string).collect()
     };
-    this.upsert(&[
-        doc("root", "# Root\n- [[infra]]\n- [[notes]]\n"),
-        doc("infra", "# Infra\n- [[runbook]]\n"),
-        doc("notes", "# Notes\n"),
-        doc("runbook", "# Runbook\n"),
-    ])
+    this.replace(
+        &[
+            doc("root", "# Root\n- [[infra]]\n- [[notes]]\n"),
+            doc("infra", "# Infra\n- [[runbook]]\n"),
+            doc("notes", "# Notes\n"),
+            doc("runbook", "# Runbook\n"),
+        ],
+        &[],
+        None,
+    )
     .unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
     // This process moves it under notes.
-    this.upsert(&[doc("infra", "# Infra\n"), doc("notes", "# Notes\n- [[runbook]]\n")]).unwrap();
+    this.replace(&[doc("infra", "# Infra\n"), doc("notes", "# Notes\n- [[runbook]]\n")], &[], None).unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "notes"]);
     // Another process moves it back.
     let other = SqliteIndex::open(&path).unwrap();
-    other.upsert(&[doc("notes", "# Notes\n"), doc("infra", "# Infra\n- [[runbook]]\n")]).unwrap();
+    other.replace(&[doc("notes", "# Notes\n"), doc("infra", "# Infra\n- [[runbook]]\n")], &[], None).unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
 }

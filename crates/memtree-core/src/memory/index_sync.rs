@@ -74,6 +74,8 @@ impl Memory {
         // What was reported changed before the listing below is in it.
         let seen = self.outside.seen();
         self.restore_invariants()?;
+        // Before the listing: a document written since may be listed gone.
+        let listed_after = index.queue_end()?;
         let listing = self.storage.list()?;
         let mut known = index.stamps()?;
         // Both in id order (a listing is), the files and the index are
@@ -106,7 +108,7 @@ impl Memory {
             self.refresh(chunk)?;
         }
         report.removed = gone.len();
-        index.remove(&gone)?;
+        index.replace(&[], &gone, Some(listed_after))?;
         // Many changed documents leave many fresh passages and deleted
         // ones, which every term read then walks: compact after a bulk
         // change. (Single writes compact as they go.)
@@ -210,6 +212,9 @@ pub(super) fn refresh(
     index: &dyn SearchIndex,
     ids: &[DocId],
 ) -> Result<(), MemoryError> {
+    // Taken before the files are read: a write queued after it may be
+    // newer than the text read, and its links must stay.
+    let read_after = index.queue_end()?;
     let mut docs = Vec::with_capacity(ids.len());
     let mut gone = Vec::new();
     for id in ids {
@@ -221,7 +226,6 @@ pub(super) fn refresh(
             _ => gone.push(id.clone()),
         }
     }
-    index.upsert(&docs)?;
-    index.remove(&gone)?;
+    index.replace(&docs, &gone, Some(read_after))?;
     Ok(())
 }
