@@ -284,12 +284,10 @@ pub enum IndexError {
 pub trait SearchIndex: Send + Sync {
     /// Replaces everything the index holds for each of `docs` and drops
     /// the `gone`, as read from the files once the queue reached
-    /// `read_after` ([`SearchIndex::queue_end`]; `None`: no write runs
-    /// meanwhile). A document queued after that keeps the links its write
-    /// put in the table: the text read may be older than they are, and the
-    /// queue indexes it again.
-    fn replace(&self, docs: &[IndexedDoc], gone: &[DocId], read_after: Option<i64>)
-    -> Result<(), IndexError>;
+    /// `read_after` ([`SearchIndex::queue_end`]). A document queued after
+    /// that keeps the links its write put in the table: the text read may
+    /// be older than they are, and the queue indexes it again.
+    fn replace(&self, docs: &[IndexedDoc], gone: &[DocId], read_after: i64) -> Result<(), IndexError>;
     /// The position of the last document queued so far (0: none ever).
     fn queue_end(&self) -> Result<i64, IndexError>;
     /// One indexed document's stamp, if it is indexed.

@@ -437,11 +437,11 @@ mod tests {
                 batch.insert(format!("d{}", rng.below(1500)), words);
             }
             let docs: Vec<IndexedDoc> = batch.iter().map(|(id, words)| doc(id, words)).collect();
-            index.replace(&docs, &[], None).unwrap();
+            index.replace(&docs, &[], 0).unwrap();
             living.extend(batch);
             let gone: Vec<String> = living.keys().filter(|_| rng.below(12) == 0).cloned().collect();
             index
-                .replace(&[], &gone.iter().map(|id| DocId::parse(id).unwrap()).collect::<Vec<_>>(), None)
+                .replace(&[], &gone.iter().map(|id| DocId::parse(id).unwrap()).collect::<Vec<_>>(), 0)
                 .unwrap();
             for id in &gone {
                 living.remove(id);
@@ -491,13 +491,13 @@ mod tests {
         let batch = |from: usize, count: usize| -> Vec<IndexedDoc> {
             (from..from + count).map(|i| doc(&format!("d{i}"), &[1, i as u64 % 3])).collect()
         };
-        index.replace(&batch(0, 2500), &[], None).unwrap();
-        index.replace(&batch(2500, 100), &[], None).unwrap();
+        index.replace(&batch(0, 2500), &[], 0).unwrap();
+        index.replace(&batch(2500, 100), &[], 0).unwrap();
         let recent = Recent::load(&conn).unwrap();
         let living: BTreeMap<String, Vec<u64>> =
             (0..2600).map(|i| (format!("d{i}"), vec![1, i as u64 % 3])).collect();
         let want = expected(&conn, &living);
-        index.replace(&batch(2600, 2500), &[], None).unwrap();
+        index.replace(&batch(2600, 2500), &[], 0).unwrap();
         assert!(totals(&conn).unwrap().0 > i64::from(recent.folded), "another fold");
         for word in [1, 2] {
             assert_eq!(found(&recent.read(&conn, &format!("w{word}")).unwrap()), want[&word], "w{word}");

@@ -361,7 +361,7 @@ mod tests {
                 IndexedDoc::from_text(DocId::parse(&format!("n{i}")).unwrap(), &text, stamp)
             })
             .collect();
-        SqliteIndex::open(&path).unwrap().replace(&docs, &[], None).unwrap();
+        SqliteIndex::open(&path).unwrap().replace(&docs, &[], 0).unwrap();
         let conn = Connection::open(&path).unwrap();
         let mut reader = Reader::default();
         reader.refresh(&conn).unwrap();

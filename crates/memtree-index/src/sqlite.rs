@@ -397,20 +397,12 @@ fn id_text(id: &DocId) -> String {
 }
 
 impl SearchIndex for SqliteIndex {
-    fn replace(
-        &self,
-        docs: &[IndexedDoc],
-        gone: &[DocId],
-        read_after: Option<i64>,
-    ) -> Result<(), IndexError> {
+    fn replace(&self, docs: &[IndexedDoc], gone: &[DocId], read_after: i64) -> Result<(), IndexError> {
         if docs.is_empty() && gone.is_empty() {
             return Ok(());
         }
         self.write(|tx| {
-            let newer = match read_after {
-                Some(end) => queued_after(tx, end)?,
-                None => HashSet::new(),
-            };
+            let newer = queued_after(tx, read_after)?;
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).chain(gone.iter().map(DocId::as_str)).collect();
             let mut spelt = Spellings::default();
             let mut change = Change::default();
@@ -1585,7 +1577,7 @@ mod tests {
             .iter()
             .map(|(id, text)| IndexedDoc::from_text(DocId::parse(id).unwrap(), text, stamp(text)))
             .collect();
-        index.replace(&docs, &[], None).unwrap();
+        index.replace(&docs, &[], 0).unwrap();
         (dir, index)
     }
 
@@ -1708,29 +1700,31 @@ mod tests {
     fn links_queued_after_the_text_was_read_are_kept() {
         let (_dir, index) = indexed(&[("b", "# B\n")]);
         let id = |s: &str| DocId::parse(s).unwrap();
-        let text = |s: &str| IndexedDoc::from_text(id("b"), s, Stamp { len: s.len() as u64, modified_ns: 2, tag: 0 });
+        let text = |s: &str| {
+            IndexedDoc::from_text(id("b"), s, Stamp { len: s.len() as u64, modified_ns: 2, tag: 0 })
+        };
         let parents = |child: &str| index.parents(&id(child)).unwrap();
         index.enqueue(&[Queued::put(id("b"), "- [[c]]\n")]).unwrap();
 
         let read_after = index.queue_end().unwrap();
         let read = text("- [[c]]\n");
         index.enqueue(&[Queued::put(id("b"), "- [[c]]\n- [[d]]\n")]).unwrap();
-        index.replace(&[read], &[], Some(read_after)).unwrap();
+        index.replace(&[read], &[], read_after).unwrap();
         assert_eq!((parents("c"), parents("d")), (vec![id("b")], vec![id("b")]), "the newer write's links");
 
         // Read after every queued write: the text's links are the newest
         // (an edit made outside memtree).
         let read_after = index.queue_end().unwrap();
-        index.replace(&[text("- [[e]]\n")], &[], Some(read_after)).unwrap();
+        index.replace(&[text("- [[e]]\n")], &[], read_after).unwrap();
         assert_eq!((parents("c"), parents("e")), (vec![], vec![id("b")]));
 
         // Read as gone, and written again since.
         let read_after = index.queue_end().unwrap();
         index.enqueue(&[Queued::put(id("b"), "- [[f]]\n")]).unwrap();
-        index.replace(&[], &[id("b")], Some(read_after)).unwrap();
+        index.replace(&[], &[id("b")], read_after).unwrap();
         assert_eq!((parents("e"), parents("f")), (vec![], vec![id("b")]));
         assert_eq!(index.stamp(&id("b")).unwrap(), None, "its text is the queue's to index again");
-        index.replace(&[], &[id("b")], None).unwrap();
+        index.replace(&[], &[id("b")], index.queue_end().unwrap()).unwrap();
         assert_eq!(parents("f"), vec![]);
     }
 

@@ -51,7 +51,7 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
         doc("people", "# People\n\n## Alice\nAlice is the team's engineering manager.\n"),
         doc("cache", "# Cache\n\nCache invalidation is hard; the team flushes the staging cache on deploy.\n"),
         doc("notes", "# Notes\n\nThe team's release train leaves on Tuesdays. Postgres upgrades wait for it.\n"),
-    ], &[], None)
+    ], &[], 0)
     .unwrap();
     let fresh = || results(&SqliteIndex::open(&path).unwrap());
     assert_eq!(results(&this), fresh());
@@ -66,7 +66,7 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
     this.replace(
         &[doc("staging", "# Staging\n\nThe team's staging deploys wait for the release train.\n")],
         &[],
-        None,
+        0,
     )
     .unwrap();
     assert_eq!(results(&this), fresh());
@@ -79,10 +79,10 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
             ),
         ],
         &[],
-        None,
+        0,
     )
     .unwrap();
-    this.replace(&[], &[DocId::parse("people").unwrap()], None).unwrap();
+    this.replace(&[], &[DocId::parse("people").unwrap()], 0).unwrap();
     assert_eq!(results(&this), fresh());
     assert!(results(&this)[4].is_empty(), "alice is gone");
 
@@ -92,7 +92,7 @@ fn a_search_after_writes_ranks_as_a_newly_opened_index() {
         .replace(
             &[doc("people", "# People\n\n## Alice\nAlice is the staging manager; she owns the cache.\n")],
             &[],
-            None,
+            0,
         )
         .unwrap();
     assert_eq!(results(&this), fresh());
@@ -110,7 +110,7 @@ Staging deploys flush the release train's cache.
 ",
         )],
         &[],
-        None,
+        0,
     )
     .unwrap();
     assert_eq!(results(&this), fresh());
@@ -134,15 +134,15 @@ fn a_path_after_writes_follows_the_links_as_they_are() {
             doc("runbook", "# Runbook\n"),
         ],
         &[],
-        None,
+        0,
     )
     .unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
     // This process moves it under notes.
-    this.replace(&[doc("infra", "# Infra\n"), doc("notes", "# Notes\n- [[runbook]]\n")], &[], None).unwrap();
+    this.replace(&[doc("infra", "# Infra\n"), doc("notes", "# Notes\n- [[runbook]]\n")], &[], 0).unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "notes"]);
     // Another process moves it back.
     let other = SqliteIndex::open(&path).unwrap();
-    other.replace(&[doc("notes", "# Notes\n"), doc("infra", "# Infra\n- [[runbook]]\n")], &[], None).unwrap();
+    other.replace(&[doc("notes", "# Notes\n"), doc("infra", "# Infra\n- [[runbook]]\n")], &[], 0).unwrap();
     assert_eq!(path_of(&this, "runbook"), ["root", "infra"]);
 }

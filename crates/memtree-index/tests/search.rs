@@ -544,7 +544,7 @@ fn concurrent_writers_of_one_index_wait_for_each_other() {
                     let doc_id = id(&format!("w{w}_{}", i % 10));
                     let text = format!("# doc\n\nwriter {w} round {i} quartz\n");
                     let stamp = Stamp { len: text.len() as u64, modified_ns: i, tag: w };
-                    index.replace(&[IndexedDoc::from_text(doc_id.clone(), &text, stamp)], &[], None).unwrap();
+                    index.replace(&[IndexedDoc::from_text(doc_id.clone(), &text, stamp)], &[], 0).unwrap();
                     index.record_use(&[doc_id], i).unwrap();
                 }
             })

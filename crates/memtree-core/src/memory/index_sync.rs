@@ -108,7 +108,7 @@ impl Memory {
             self.refresh(chunk)?;
         }
         report.removed = gone.len();
-        index.replace(&[], &gone, Some(listed_after))?;
+        index.replace(&[], &gone, listed_after)?;
         // Many changed documents leave many fresh passages and deleted
         // ones, which every term read then walks: compact after a bulk
         // change. (Single writes compact as they go.)
@@ -226,6 +226,6 @@ pub(super) fn refresh(
             _ => gone.push(id.clone()),
         }
     }
-    index.replace(&docs, &gone, Some(read_after))?;
+    index.replace(&docs, &gone, read_after)?;
     Ok(())
 }
