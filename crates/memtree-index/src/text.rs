@@ -144,6 +144,9 @@ pub(crate) struct Matcher<'a> {
     /// the others are not stemmed (for a word not in ASCII, only the first
     /// letter is compared).
     heads: Option<Vec<String>>,
+    /// Which ASCII bytes, lower-cased, a head starts with (every byte when a
+    /// head is empty): most words are passed over on their first letter.
+    firsts: [bool; 128],
 }
 
 /// [`Matcher::term_of`] matches a stem of at least this many letters as the
@@ -154,9 +157,17 @@ impl<'a> Matcher<'a> {
     pub(crate) fn new(terms: &'a [QueryTerm]) -> Matcher<'a> {
         let stems: Vec<Option<String>> =
             terms.iter().map(|t| (!t.word.chars().any(is_cjk)).then(|| light_stem(&t.word))).collect();
-        let heads =
+        let heads: Option<Vec<String>> =
             stems.iter().map(|s| s.as_ref().map(|s| s.chars().take(HEAD_LETTERS).collect())).collect();
-        Matcher { terms, stems, heads }
+        let mut firsts = [false; 128];
+        for head in heads.iter().flatten() {
+            match head.as_bytes().first() {
+                Some(&first) if first.is_ascii() => firsts[usize::from(first)] = true,
+                Some(_) => {}
+                None => firsts = [true; 128],
+            }
+        }
+        Matcher { terms, stems, heads, firsts }
     }
 
     pub(crate) fn terms(&self) -> &[QueryTerm] {
@@ -173,6 +184,10 @@ impl<'a> Matcher<'a> {
     pub(crate) fn term_of(&self, word: &str) -> Option<usize> {
         if let Some(heads) = &self.heads {
             let may = if word.is_ascii() {
+                let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+                if !self.firsts[usize::from(first)] {
+                    return None;
+                }
                 let starts =
                     |head: &String| word.get(..head.len()).is_some_and(|w| w.eq_ignore_ascii_case(head));
                 heads.iter().any(starts)
@@ -196,31 +211,29 @@ impl<'a> Matcher<'a> {
         })
     }
 
-    /// The term of each word of `text`, in order.
-    fn sequence(&self, text: &str) -> Vec<Option<usize>> {
-        words(text).map(|w| self.term_of(w)).collect()
-    }
-
-    /// How much a text whose words are `sequence` says about the query:
-    /// the weights of the distinct terms it holds, and for each two terms
-    /// it holds side by side (a phrase of the query) the smaller of their
-    /// weights again.
-    fn weight(&self, sequence: &[Option<usize>]) -> f64 {
-        let mut seen = vec![false; self.terms.len()];
+    /// How much `text` says about the query, and the terms it holds (each
+    /// once, in the terms' order): the weights of the distinct terms it
+    /// holds, and for each two terms it holds side by side (a phrase of the
+    /// query) the smaller of their weights again.
+    fn weigh(&self, text: &str) -> (f64, Vec<usize>) {
+        let mut held = vec![false; self.terms.len()];
         let mut score = 0.0;
-        for &i in sequence.iter().flatten() {
-            if !std::mem::replace(&mut seen[i], true) {
-                score += self.terms[i].weight;
+        let mut previous: Option<usize> = None;
+        for word in words(text) {
+            let term = self.term_of(word);
+            if let Some(i) = term {
+                if !std::mem::replace(&mut held[i], true) {
+                    score += self.terms[i].weight;
+                }
+                if let Some(p) = previous
+                    && p != i
+                {
+                    score += self.terms[p].weight.min(self.terms[i].weight);
+                }
             }
+            previous = term;
         }
-        for pair in sequence.windows(2) {
-            if let [Some(a), Some(b)] = *pair
-                && a != b
-            {
-                score += self.terms[a].weight.min(self.terms[b].weight);
-            }
-        }
-        score
+        (score, held.iter().enumerate().filter(|(_, h)| **h).map(|(i, _)| i).collect())
     }
 }
 
@@ -258,25 +271,28 @@ impl Matcher<'_> {
             return 0.0;
         }
         let terms = self.terms;
-        let sequence = self.sequence(text);
-        // Each term's count inside the window, which slides one word at a time.
+        // Where each word that matches a term stands, and which it matches.
+        let held: Vec<(usize, usize)> =
+            words(text).enumerate().filter_map(|(at, word)| Some((at, self.term_of(word)?))).collect();
+        // Each term's count inside the window (the `window` words up to the
+        // latest match), which slides from match to match: the weight held
+        // only falls between them.
         let mut inside = vec![0usize; terms.len()];
         let mut weight = 0.0;
         let mut best: f64 = 0.0;
-        for (i, term) in sequence.iter().enumerate() {
-            if let Some(t) = *term {
-                inside[t] += 1;
-                if inside[t] == 1 {
-                    weight += terms[t].weight;
-                }
+        let mut oldest = 0;
+        for (latest, &(at, t)) in held.iter().enumerate() {
+            inside[t] += 1;
+            if inside[t] == 1 {
+                weight += terms[t].weight;
             }
-            if i >= window
-                && let Some(t) = sequence[i - window]
-            {
-                inside[t] -= 1;
-                if inside[t] == 0 {
-                    weight -= terms[t].weight;
+            while oldest <= latest && held[oldest].0 + window <= at {
+                let gone = held[oldest].1;
+                inside[gone] -= 1;
+                if inside[gone] == 0 {
+                    weight -= terms[gone].weight;
                 }
+                oldest += 1;
             }
             best = best.max(weight);
         }
@@ -337,38 +353,38 @@ struct Words<'a> {
 }
 
 impl Words<'_> {
-    /// Whether the character at byte `at` is a letter or digit, and its
-    /// length in bytes.
-    fn alphanumeric_at(&self, at: usize) -> (bool, usize) {
-        let byte = self.text.as_bytes()[at];
-        if byte.is_ascii() {
-            return (byte.is_ascii_alphanumeric(), 1);
+    /// The first byte at or past `at` that starts a character which is a
+    /// letter or digit (`inside` false) or is not (`inside` true), or the
+    /// text's end.
+    #[inline]
+    fn past(&self, mut at: usize, inside: bool) -> usize {
+        let bytes = self.text.as_bytes();
+        loop {
+            // The ASCII run first, a byte at a time, without decoding.
+            while let Some(&byte) = bytes.get(at)
+                && byte.is_ascii()
+            {
+                if byte.is_ascii_alphanumeric() != inside {
+                    return at;
+                }
+                at += 1;
+            }
+            let Some(c) = self.text.get(at..).and_then(|rest| rest.chars().next()) else { return at };
+            if c.is_alphanumeric() != inside {
+                return at;
+            }
+            at += c.len_utf8();
         }
-        let c = self.text[at..].chars().next().expect("`at` is a character boundary");
-        (c.is_alphanumeric(), c.len_utf8())
     }
 }
 
 impl<'a> Iterator for Words<'a> {
     type Item = &'a str;
 
+    #[inline]
     fn next(&mut self) -> Option<&'a str> {
-        let end = self.text.len();
-        while self.at < end {
-            let (alphanumeric, len) = self.alphanumeric_at(self.at);
-            if alphanumeric {
-                break;
-            }
-            self.at += len;
-        }
-        let start = self.at;
-        while self.at < end {
-            let (alphanumeric, len) = self.alphanumeric_at(self.at);
-            if !alphanumeric {
-                break;
-            }
-            self.at += len;
-        }
+        let start = self.past(self.at, false);
+        self.at = self.past(start, true);
         (self.at > start).then(|| &self.text[start..self.at])
     }
 }
@@ -383,24 +399,14 @@ impl<'a> Iterator for Words<'a> {
 /// excerpt shows [`EXCERPT_WORDS`] words. Lines are whole; a long one keeps
 /// its start. The first lines when no line holds a term.
 pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
-    let non_blank = |text: &str| -> Vec<String> {
-        text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
-    };
+    let non_blank =
+        |text| -> Vec<&str> { str::lines(text).map(str::trim).filter(|l| !l.is_empty()).collect() };
     let mut lines = non_blank(text);
     let own = lines.len();
     lines.extend(non_blank(after));
     let matcher = Matcher::new(terms);
-    let sequences: Vec<Vec<Option<usize>>> = lines[..own].iter().map(|l| matcher.sequence(l)).collect();
-    let weights: Vec<f64> = sequences.iter().map(|seq| matcher.weight(seq)).collect();
-    let matched: Vec<Vec<usize>> = sequences
-        .iter()
-        .map(|seq| {
-            let mut found: Vec<usize> = seq.iter().flatten().copied().collect();
-            found.sort_unstable();
-            found.dedup();
-            found
-        })
-        .collect();
+    let (weights, matched): (Vec<f64>, Vec<Vec<usize>>) =
+        lines[..own].iter().map(|l| matcher.weigh(l)).unzip();
     let mut shown = vec![false; terms.len()];
     let mut chosen: Vec<usize> = Vec::new();
     // The words the chosen lines show, counted once as each is taken.
@@ -427,14 +433,14 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
         let mut take = |line: usize| {
             if !chosen.contains(&line) {
                 chosen.push(line);
-                shown_words += words(&shorten(&lines[line], &matcher)).count();
+                shown_words += words(&shorten(lines[line], &matcher)).count();
             }
         };
         take(best);
         if first {
             for next in (best + 1..lines.len()).take(CONTEXT_LINES) {
                 take(next);
-                if !leads_on(&lines[next]) {
+                if !leads_on(lines[next]) {
                     break;
                 }
             }
@@ -448,7 +454,7 @@ pub fn excerpt(text: &str, after: &str, terms: &[QueryTerm]) -> String {
     }
     chosen.sort_unstable();
     chosen.dedup();
-    chosen.iter().map(|&i| mark(&shorten(&lines[i], &matcher), &matcher)).collect::<Vec<_>>().join("\n")
+    chosen.iter().map(|&i| mark(&shorten(lines[i], &matcher), &matcher)).collect::<Vec<_>>().join("\n")
 }
 
 /// A line as an excerpt shows it: whole up to [`LONG_LINE`] bytes; longer,
@@ -461,7 +467,7 @@ fn shorten(line: &str, matcher: &Matcher<'_>) -> String {
     let best = sentences
         .iter()
         .copied()
-        .map(|sentence| (sentence, matcher.weight(&matcher.sequence(sentence))))
+        .map(|sentence| (sentence, matcher.weigh(sentence).0))
         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.len().cmp(&a.0.len())))
         .map(|(sentence, _)| sentence)
         .unwrap_or(line);
@@ -581,6 +587,46 @@ mod tests {
         assert_eq!(Matcher::new(&[]).window_coverage("cello", 40), 0.0);
     }
 
+    /// Sliding from match to match finds what sliding a word at a time
+    /// does, at every width, the exact edge included.
+    #[test]
+    fn window_coverage_slides_over_every_word() {
+        let terms = [
+            QueryTerm { word: "cello".into(), weight: 3.0 },
+            QueryTerm { word: "exam".into(), weight: 1.0 },
+            QueryTerm { word: "tuesday".into(), weight: 2.0 },
+        ];
+        let matcher = Matcher::new(&terms);
+        let vocabulary = ["cello", "exam", "tuesday", "the", "on", "cellos", "word"];
+        let mut state = 7u64;
+        for _ in 0..300 {
+            let length = 1 + (state % 30) as usize;
+            let text: Vec<&str> = (0..length)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    vocabulary[(state >> 33) as usize % vocabulary.len()]
+                })
+                .collect();
+            let sequence: Vec<Option<usize>> = text.iter().map(|w| matcher.term_of(w)).collect();
+            for window in 0..8 {
+                let best = (0..sequence.len())
+                    .map(|end| {
+                        let mut held = [false; 3];
+                        for t in sequence[(end + 1).saturating_sub(window)..=end].iter().flatten() {
+                            held[*t] = true;
+                        }
+                        terms.iter().zip(held).filter(|(_, h)| *h).map(|(t, _)| t.weight).sum::<f64>()
+                    })
+                    .fold(0.0, f64::max);
+                assert_eq!(
+                    matcher.window_coverage(&text.join(" "), window),
+                    best / 6.0,
+                    "{text:?} in {window}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn queries_are_plain_words() {
         assert_eq!(query_terms("What port does the staging DB use?"), ["port", "staging", "db"]);
@@ -677,7 +723,7 @@ mod tests {
         let text = "the support desk moved; a new group formed\nthe support group meets on Mondays";
         let query = terms(&[("support", 1.0), ("group", 1.0)]);
         let matcher = Matcher::new(&query);
-        let weigh = |text: &str| matcher.weight(&matcher.sequence(text));
+        let weigh = |text: &str| matcher.weigh(text).0;
         assert!(weigh("the support group meets") > weigh("the support desk; a new group"));
         let shown = excerpt(text, "", &query);
         assert!(shown.ends_with("the **support** **group** meets on Mondays"), "{shown}");
