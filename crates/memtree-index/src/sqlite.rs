@@ -286,7 +286,6 @@ fn scope_str(scope: Option<Scope>) -> Option<&'static str> {
 fn delete_docs(
     tx: &rusqlite::Transaction<'_>,
     ids: &[&str],
-    keep_links: &HashSet<String>,
     spelt: &mut Spellings,
     gone: &mut Vec<i64>,
 ) -> rusqlite::Result<()> {
@@ -321,9 +320,6 @@ fn delete_docs(
             spelt.count(&text, -1);
         }
         tx.execute("DELETE FROM passages WHERE doc = ?1", [id])?;
-        if !keep_links.contains(*id) {
-            tx.execute("DELETE FROM links WHERE parent = ?1", [id])?;
-        }
         tx.execute("DELETE FROM docs WHERE id = ?1", [id])?;
     }
     count_passages(tx, -passages, -tokens)
@@ -406,7 +402,12 @@ impl SearchIndex for SqliteIndex {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).chain(gone.iter().map(DocId::as_str)).collect();
             let mut spelt = Spellings::default();
             let mut change = Change::default();
-            delete_docs(tx, &ids, &newer, &mut spelt, &mut change.gone)?;
+            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
+            // A document's links: the newer write's if one was queued
+            // since, else its text's (`write_links` below), none if gone.
+            for id in gone.iter().filter(|id| !newer.contains(id.as_str())) {
+                write_links(tx, id, &[])?;
+            }
             let mut doc_stmt = tx.prepare_cached(
                 "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
