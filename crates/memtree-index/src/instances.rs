@@ -128,10 +128,7 @@ impl Postings {
             rowid += gap;
             let start = at;
             for _ in 0..count {
-                while coded.get(at).is_some_and(|b| *b >= 0x80) {
-                    at += 1;
-                }
-                at += 1;
+                skip_varint(coded, &mut at);
             }
             if keep(rowid) {
                 self.begin(rowid, count);
@@ -209,31 +206,25 @@ pub(crate) struct Cursor<'a> {
 impl Cursor<'_> {
     /// The next passage's instances.
     pub(crate) fn next_passage(&mut self) -> Option<&[Instance]> {
-        let bytes = &self.postings.bytes;
-        if self.at >= bytes.len() {
-            return None;
-        }
-        let (gap, count) = read_head(bytes, &mut self.at);
-        let rowid = self.before + gap;
-        self.buffer.clear();
-        let mut before: Option<Instance> = None;
-        for _ in 0..count {
-            let code = read_varint(bytes, &mut self.at);
-            let column = (code & 7) as u8;
-            let base = match before {
-                Some(b) if b.column() == column => b.offset(),
-                _ => 0,
-            };
-            let instance = Instance::new(rowid, column, base + (code >> 3) as u32);
-            self.buffer.push(instance);
-            before = Some(instance);
-        }
-        self.before = rowid;
-        self.seen = Some(rowid);
-        if self.postings.skips.get(self.block + 1).is_some_and(|s| s.at as usize <= self.at) {
-            self.block += 1;
-        }
+        let (rowid, count) = self.next_head()?;
+        self.decode(rowid, count);
         Some(&self.buffer)
+    }
+
+    /// The next passage's rowid, with `column` called on each of its
+    /// instances' columns: all that a term's weight in a passage needs,
+    /// read without decoding the positions.
+    pub(crate) fn next_columns(&mut self, mut column: impl FnMut(u8)) -> Option<i64> {
+        let (rowid, count) = self.next_head()?;
+        let bytes = &self.postings.bytes;
+        for _ in 0..count {
+            // A varint's first byte holds its low seven bits, the column's
+            // three among them.
+            column(bytes.get(self.at).map_or(0, |b| b & 7));
+            skip_varint(bytes, &mut self.at);
+        }
+        self.passed(rowid);
+        Some(i64::from(rowid))
     }
 
     /// The instances in passage `rowid` (not before the last looked up),
@@ -256,18 +247,67 @@ impl Cursor<'_> {
             let skip = skips[self.block];
             (self.at, self.before) = (skip.at as usize, skip.before);
         }
+        // The passages before it are passed over, their instances not
+        // decoded.
         loop {
             let at = (self.block, self.at, self.before);
-            let found = self.next_passage()?[0].rowid();
-            if found == rowid {
-                return Some(&self.buffer);
+            let (found, count) = self.next_head()?;
+            match i64::from(found).cmp(&rowid) {
+                std::cmp::Ordering::Less => {
+                    for _ in 0..count {
+                        skip_varint(&self.postings.bytes, &mut self.at);
+                    }
+                    self.passed(found);
+                }
+                std::cmp::Ordering::Equal => {
+                    self.decode(found, count);
+                    return Some(&self.buffer);
+                }
+                std::cmp::Ordering::Greater => {
+                    // Not there: the passage is read again at the next seek.
+                    (self.block, self.at, self.before) = at;
+                    self.seen = None;
+                    return None;
+                }
             }
-            if found > rowid {
-                // Not there: the passage read is read again at the next seek.
-                (self.block, self.at, self.before) = at;
-                self.seen = None;
-                return None;
-            }
+        }
+    }
+
+    /// The next passage's rowid and count of instances, which follow.
+    fn next_head(&mut self) -> Option<(u32, usize)> {
+        if self.at >= self.postings.bytes.len() {
+            return None;
+        }
+        let (gap, count) = read_head(&self.postings.bytes, &mut self.at);
+        self.seen = None;
+        Some((self.before + gap, count))
+    }
+
+    /// Reads the `count` instances of passage `rowid` into the buffer.
+    fn decode(&mut self, rowid: u32, count: usize) {
+        let bytes = &self.postings.bytes;
+        self.buffer.clear();
+        let mut before: Option<Instance> = None;
+        for _ in 0..count {
+            let code = read_varint(bytes, &mut self.at);
+            let column = (code & 7) as u8;
+            let base = match before {
+                Some(b) if b.column() == column => b.offset(),
+                _ => 0,
+            };
+            let instance = Instance::new(rowid, column, base + (code >> 3) as u32);
+            self.buffer.push(instance);
+            before = Some(instance);
+        }
+        self.passed(rowid);
+        self.seen = Some(rowid);
+    }
+
+    /// Passage `rowid` was read up to its end.
+    fn passed(&mut self, rowid: u32) {
+        self.before = rowid;
+        if self.postings.skips.get(self.block + 1).is_some_and(|s| s.at as usize <= self.at) {
+            self.block += 1;
         }
     }
 }
@@ -290,6 +330,14 @@ fn read_head(bytes: &[u8], at: &mut usize) -> (u32, usize) {
         count += read_varint(bytes, at) as usize;
     }
     ((head >> 2) as u32, count)
+}
+
+/// Moves past one varint.
+fn skip_varint(bytes: &[u8], at: &mut usize) {
+    while bytes.get(*at).is_some_and(|b| *b >= 0x80) {
+        *at += 1;
+    }
+    *at += 1;
 }
 
 pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
@@ -348,9 +396,24 @@ pub(crate) mod tests {
         out
     }
 
-    /// What is pushed reads back, passage by passage and by seeking in
-    /// order (near, far, and to rowids no passage has), and a removal or a
-    /// push later leaves the rest as it was.
+    /// Each passage's rowid and its instances' columns, read without the
+    /// positions.
+    fn columns(postings: &Postings) -> Vec<(i64, Vec<u8>)> {
+        let mut cursor = postings.cursor();
+        let (mut out, mut columns) = (Vec::new(), Vec::new());
+        while let Some(rowid) = cursor.next_columns(|column| columns.push(column)) {
+            out.push((rowid, std::mem::take(&mut columns)));
+        }
+        out
+    }
+
+    fn expected_columns(passages: &[Vec<Instance>]) -> Vec<(i64, Vec<u8>)> {
+        passages.iter().map(|p| (p[0].rowid(), p.iter().map(|i| i.column()).collect())).collect()
+    }
+
+    /// What is pushed reads back, passage by passage (whole, or its columns
+    /// alone) and by seeking in order (near, far, and to rowids no passage
+    /// has), and a removal or a push later leaves the rest as it was.
     #[test]
     fn postings_read_back_seek_and_change_as_a_list_would() {
         let mut rng = Rng(11);
@@ -360,6 +423,7 @@ pub(crate) mod tests {
             let mut postings = Postings::new(expected.concat());
             for step in 0..6 {
                 assert_eq!(all(&postings), expected, "round {round}, step {step}");
+                assert_eq!(columns(&postings), expected_columns(&expected), "round {round}, step {step}");
                 assert_eq!(postings.df(), expected.len());
                 let mut cursor = postings.cursor();
                 let mut target = 0i64;

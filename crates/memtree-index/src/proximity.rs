@@ -76,8 +76,10 @@ pub fn settle<E>(
     mut read: impl FnMut(&mut Candidate) -> Result<bool, E>,
 ) -> Result<Vec<Match>, E> {
     let mut gone = vec![false; candidates.len()];
+    let documents = ByDocument::of(&candidates);
+    let mut best = Vec::new();
     loop {
-        let floor = least_of_best(&candidates, &gone, limit);
+        let floor = documents.least_of_best(&candidates, &gone, limit, &mut best);
         let next = (0..candidates.len())
             .filter(|&i| !gone[i] && !candidates[i].read && candidates[i].shown)
             .max_by(|&a, &b| candidates[a].most().total_cmp(&candidates[b].most()));
@@ -114,20 +116,51 @@ pub fn read_where<E>(
     Ok(kept)
 }
 
-/// The `limit`-th highest of the documents' best least scores, among the
-/// candidates ranking shows; none below it when there are fewer documents.
-fn least_of_best(candidates: &[Candidate], gone: &[bool], limit: usize) -> f64 {
-    let mut best: HashMap<&DocId, f64> = HashMap::new();
-    for (c, _) in candidates.iter().zip(gone).filter(|(c, gone)| c.shown && !**gone) {
-        let least = best.entry(&c.found.hit.id).or_insert(f64::MIN);
-        *least = least.max(c.least());
+/// Which document each candidate is of, numbered once for a settling:
+/// every round then sums the candidates by document without hashing ids.
+struct ByDocument {
+    of: Vec<usize>,
+    count: usize,
+}
+
+impl ByDocument {
+    fn of(candidates: &[Candidate]) -> ByDocument {
+        let mut numbers: HashMap<&DocId, usize> = HashMap::with_capacity(candidates.len());
+        let of = candidates
+            .iter()
+            .map(|c| {
+                let next = numbers.len();
+                *numbers.entry(&c.found.hit.id).or_insert(next)
+            })
+            .collect();
+        ByDocument { of, count: numbers.len() }
     }
-    let mut leasts: Vec<f64> = best.into_values().collect();
-    if leasts.len() < limit || limit == 0 {
-        return f64::NEG_INFINITY;
+
+    /// The `limit`-th highest of the documents' best least scores, among
+    /// the candidates ranking shows; none below it when there are fewer
+    /// documents. `best` is room for the documents' figures.
+    fn least_of_best(
+        &self,
+        candidates: &[Candidate],
+        gone: &[bool],
+        limit: usize,
+        best: &mut Vec<Option<f64>>,
+    ) -> f64 {
+        best.clear();
+        best.resize(self.count, None);
+        for ((c, _), &document) in
+            candidates.iter().zip(gone).zip(&self.of).filter(|((c, gone), _)| c.shown && !**gone)
+        {
+            let least = best[document].get_or_insert(f64::MIN);
+            *least = least.max(c.least());
+        }
+        let mut leasts: Vec<f64> = best.iter().flatten().copied().collect();
+        if leasts.len() < limit || limit == 0 {
+            return f64::NEG_INFINITY;
+        }
+        leasts.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+        leasts[limit - 1]
     }
-    leasts.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-    leasts[limit - 1]
 }
 
 /// The engine's ranking at one time, as far as bounds need it.

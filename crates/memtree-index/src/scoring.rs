@@ -15,6 +15,11 @@ use crate::instances::{Instance, Postings};
 /// passage is about it.
 pub const COLUMN_WEIGHTS: [f64; 6] = [5.0, 3.0, 3.0, 2.0, 1.0, 1.0];
 
+/// A column's weight; one past the table's counts as the body.
+fn column_weight(column: u8) -> f64 {
+    COLUMN_WEIGHTS.get(usize::from(column)).copied().unwrap_or(1.0)
+}
+
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
@@ -44,8 +49,7 @@ impl Corpus {
     /// BM25's weight of a term in a passage where it occurs as
     /// `instances`, before its idf.
     fn weight(&self, rowid: i64, instances: &[Instance], length: &impl Fn(i64) -> u32) -> f64 {
-        let tf: f64 =
-            instances.iter().map(|i| COLUMN_WEIGHTS.get(usize::from(i.column())).unwrap_or(&1.0)).sum();
+        let tf: f64 = instances.iter().map(|i| column_weight(i.column())).sum();
         self.saturation(tf, length(rowid))
     }
 
@@ -54,9 +58,9 @@ impl Corpus {
         let idf = self.idf(postings.df());
         let mut weights = Vec::with_capacity(postings.df());
         let mut cursor = postings.cursor();
-        while let Some(instances) = cursor.next_passage() {
-            let rowid = instances[0].rowid();
-            weights.push((rowid, idf * self.weight(rowid, instances, length)));
+        let mut tf = 0.0;
+        while let Some(rowid) = cursor.next_columns(|column| tf += column_weight(column)) {
+            weights.push((rowid, idf * self.saturation(std::mem::take(&mut tf), length(rowid))));
         }
         weights
     }
