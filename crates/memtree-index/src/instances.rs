@@ -145,39 +145,80 @@ impl Postings {
             let at = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
             self.skips.push(Skip { rowid, before: self.last, at });
         }
-        let count = count as u64;
-        varint(&mut self.bytes, u64::from(rowid - self.last) << 2 | (count.min(4) - 1));
-        if count >= 4 {
-            varint(&mut self.bytes, count - 4);
-        }
+        head_of(&mut self.bytes, rowid - self.last, count);
         self.last = rowid;
         self.df += 1;
     }
 
-    /// Drops passage `rowid`'s instances: the passages after it in its
-    /// block and the blocks after are written again.
+    /// Drops passage `rowid`'s instances. The bytes after it move down and
+    /// the passage after it takes its gap: its head is the one part written
+    /// again. (Decoding and coding again every passage after it, for every
+    /// term a write's old passages were looked for in, made the first
+    /// search after a write take tens of milliseconds.) A block may hold
+    /// fewer than [`BLOCK`] passages after this; a cursor needs only that
+    /// each skip entry names a passage's start.
     pub fn remove(&mut self, rowid: i64) {
         let Some(block) = self.skips.partition_point(|s| i64::from(s.rowid) <= rowid).checked_sub(1) else {
             return;
         };
         let skip = self.skips[block];
-        let mut cursor = Cursor { block, at: skip.at as usize, before: skip.before, ..self.cursor() };
-        let (mut kept, mut removed) = (Vec::new(), false);
-        while let Some(passage) = cursor.next_passage() {
-            match passage[0].rowid() == rowid {
-                true => removed = true,
-                false => kept.push(passage.to_vec()),
+        let block_end = self.skips.get(block + 1).map_or(self.bytes.len(), |s| s.at as usize);
+        // The passage and the rowid before it, looked for in its block.
+        let (mut at, mut before) = (skip.at as usize, skip.before);
+        let (start, end) = loop {
+            if at >= block_end {
+                return;
+            }
+            let start = at;
+            let (gap, count) = read_head(&self.bytes, &mut at);
+            for _ in 0..count {
+                skip_varint(&self.bytes, &mut at);
+            }
+            match i64::from(before + gap).cmp(&rowid) {
+                std::cmp::Ordering::Less => before += gap,
+                std::cmp::Ordering::Equal => break (start, at),
+                std::cmp::Ordering::Greater => return,
+            }
+        };
+        // The next passage, if any, is coded from the passage before the
+        // one dropped: its head is written again with the two gaps summed.
+        let next = (end < self.bytes.len()).then(|| {
+            let mut head_end = end;
+            let (gap, count) = read_head(&self.bytes, &mut head_end);
+            (rowid as u32 + gap, count, head_end)
+        });
+        let (replaced_end, head) = match next {
+            Some((next_rowid, count, head_end)) => {
+                let mut head = Vec::new();
+                head_of(&mut head, next_rowid - before, count);
+                (head_end, head)
+            }
+            None => (end, Vec::new()),
+        };
+        let moved = start + head.len();
+        let delta = moved as i64 - replaced_end as i64;
+        self.bytes.splice(start..replaced_end, head);
+        let next_starts_block = self.skips.get(block + 1).is_some_and(|s| s.at as usize == end);
+        for later in &mut self.skips[block + 1..] {
+            later.at = (i64::from(later.at) + delta) as u32;
+        }
+        if next_starts_block {
+            // The next block's first passage now begins where the dropped
+            // one did, after the passage before it.
+            let following = &mut self.skips[block + 1];
+            (following.at, following.before) = (start as u32, before);
+        }
+        if skip.at as usize == start {
+            match next {
+                Some((next_rowid, ..)) if !next_starts_block => self.skips[block].rowid = next_rowid,
+                _ => {
+                    self.skips.remove(block);
+                }
             }
         }
-        if !removed {
-            return;
-        }
-        self.bytes.truncate(skip.at as usize);
-        self.skips.truncate(block);
-        self.df = block * BLOCK;
-        self.last = skip.before;
-        for passage in &kept {
-            self.push(passage);
+        self.df -= 1;
+        if next.is_none() {
+            self.last = before;
         }
     }
 
@@ -321,6 +362,16 @@ pub(crate) fn varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
+/// Codes a passage's head: its rowid's distance from the passage before,
+/// and its count of instances.
+fn head_of(out: &mut Vec<u8>, gap: u32, count: usize) {
+    let count = count as u64;
+    varint(out, u64::from(gap) << 2 | (count.min(4) - 1));
+    if count >= 4 {
+        varint(out, count - 4);
+    }
+}
+
 /// A passage's head: its rowid's distance from the passage before, and
 /// its count of instances.
 fn read_head(bytes: &[u8], at: &mut usize) -> (u32, usize) {
@@ -433,10 +484,18 @@ pub(crate) mod tests {
                     assert_eq!(cursor.seek(target), want.map(Vec::as_slice), "round {round}, seek {target}");
                     assert_eq!(cursor.seek(target), want.map(Vec::as_slice), "the same passage again");
                 }
-                // Remove a passage (or one that is not there), push some.
-                if !expected.is_empty() && rng.below(3) > 0 {
-                    let gone = expected.remove(rng.below(expected.len() as u64) as usize);
-                    postings.remove(gone[0].rowid());
+                // Remove passages (a run of neighbours at times, which
+                // empties blocks; one that is not there), push some.
+                for _ in 0..rng.below(12) {
+                    if expected.is_empty() {
+                        break;
+                    }
+                    let first = rng.below(expected.len() as u64) as usize;
+                    let run = if rng.below(4) == 0 { 1 + rng.below(40) as usize } else { 1 };
+                    for gone in expected.drain(first..(first + run).min(expected.len())).collect::<Vec<_>>() {
+                        postings.remove(gone[0].rowid());
+                    }
+                    postings.remove(expected.get(first).map_or(0, |p| p[0].rowid() - 1).max(0));
                 }
                 postings.remove(-1);
                 postings.remove(i64::from(u32::MAX));
