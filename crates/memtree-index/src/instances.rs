@@ -127,9 +127,7 @@ impl Postings {
             let (gap, count) = read_head(coded, &mut at);
             rowid += gap;
             let start = at;
-            for _ in 0..count {
-                skip_varint(coded, &mut at);
-            }
+            skip_varints(coded, &mut at, count);
             if keep(rowid) {
                 self.begin(rowid, count);
                 self.bytes.extend_from_slice(&coded[start..at.min(coded.len())]);
@@ -171,9 +169,7 @@ impl Postings {
             }
             let start = at;
             let (gap, count) = read_head(&self.bytes, &mut at);
-            for _ in 0..count {
-                skip_varint(&self.bytes, &mut at);
-            }
+            skip_varints(&self.bytes, &mut at, count);
             match i64::from(before + gap).cmp(&rowid) {
                 std::cmp::Ordering::Less => before += gap,
                 std::cmp::Ordering::Equal => break (start, at),
@@ -295,9 +291,7 @@ impl Cursor<'_> {
             let (found, count) = self.next_head()?;
             match i64::from(found).cmp(&rowid) {
                 std::cmp::Ordering::Less => {
-                    for _ in 0..count {
-                        skip_varint(&self.postings.bytes, &mut self.at);
-                    }
+                    skip_varints(&self.postings.bytes, &mut self.at, count);
                     self.passed(found);
                 }
                 std::cmp::Ordering::Equal => {
@@ -389,6 +383,13 @@ fn skip_varint(bytes: &[u8], at: &mut usize) {
         *at += 1;
     }
     *at += 1;
+}
+
+/// Moves past `count` varints: a passage's instances, undecoded.
+fn skip_varints(bytes: &[u8], at: &mut usize, count: usize) {
+    for _ in 0..count {
+        skip_varint(bytes, at);
+    }
 }
 
 pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
