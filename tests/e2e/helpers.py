@@ -449,7 +449,7 @@ def snapshot(store: Path, include_meta: bool = False) -> dict[str, bytes]:
             continue
         if p.is_file() or p.is_symlink():
             out[rel] = p.read_bytes()
-            if rel == f"{META}/journal.json" and not any(out[rel][:8]):
+            if rel in (f"{META}/journal.json", f"{META}/journal-2.json") and not any(out[rel][:8]):
                 out[rel] = b"(done)"
     return out
 

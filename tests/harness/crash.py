@@ -651,14 +651,17 @@ def check_validate(ctx: CheckContext) -> list[str]:
 
 
 def check_journal_done(ctx: CheckContext) -> list[str]:
-    """After recovery no intent journal holds a change: the file, written
-    over in place, is gone or starts with the zeros of a done journal."""
+    """After recovery no intent journal holds a change: each of its two
+    files, written over in place, is gone or starts with the zeros of a
+    done journal."""
     ctx.in_bucket()
-    j = ctx.store / META / "journal.json"
-    if not j.exists():
-        return []
-    start = j.read_bytes()[:8]
-    return [f"{j} still holds a change after recovery: {start!r}"] if any(start) else []
+    problems = []
+    for name in ("journal.json", "journal-2.json"):
+        j = ctx.store / META / name
+        start = j.read_bytes()[:8] if j.exists() else b""
+        if any(start):
+            problems.append(f"{j} still holds a change after recovery: {start!r}")
+    return problems
 
 
 def check_no_stray_files(ctx: CheckContext) -> list[str]:

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use memtree_core::{DocId, StorageError};
 
 use crate::atomic_file::{ChangedFolders, io_error};
-use crate::journal::{self, Head, Held, JournalOp, TrashBatch};
+use crate::journal::{Head, JournalOp, TrashBatch};
+use crate::journal_slots::JournalSlots;
 use crate::spares::Spares;
 
 /// Where a store keeps its documents and its trash.
@@ -59,24 +60,24 @@ impl Places {
     }
 }
 
-/// Syncs the record at `journal`, if it is applied, and clears it. The
-/// caller holds the store's exclusive lock, so no record is written
-/// meanwhile. Answers whether there was one.
-pub(crate) fn settle(journal: &Path, places: &Places) -> Result<bool, StorageError> {
-    match journal::head(journal)? {
-        Head::Applied { .. } => {
-            if let Some(Ok(Held::Applied(record))) = journal::bytes(journal)?.map(|b| journal::read(&b)) {
-                places.sync(&record.ops)?;
-                // A record carries every change not yet synced (at least
-                // its last put of each document), so it held each swap
-                // this process made.
-                places.spares.synced();
-            }
-        }
-        Head::OldDone => {}
-        Head::Clear | Head::Pending => return Ok(false),
+/// Syncs the documents of the journal's newest applied record, if there is
+/// one, and clears the journal. The caller holds the store's exclusive
+/// lock, so no record is written meanwhile. Answers whether there was one.
+pub(crate) fn settle(journals: &JournalSlots, places: &Places) -> Result<bool, StorageError> {
+    let heads = journals.heads()?;
+    if heads.contains(&Head::Pending)
+        || !heads.iter().any(|h| matches!(h, Head::Applied { .. } | Head::OldDone))
+    {
+        return Ok(false);
     }
-    journal::clear(journal)?;
+    let latest = journals.latest_applied(&heads)?;
+    if let Some((_, record)) = &latest {
+        places.sync(&record.ops)?;
+        // A record carries every change not yet synced (at least its last
+        // put of each document), so it held each swap this process made.
+        places.spares.synced();
+    }
+    journals.clear(latest.map(|(slot, _)| slot))?;
     Ok(true)
 }
 

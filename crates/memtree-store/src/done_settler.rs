@@ -12,6 +12,7 @@ use std::time::Duration;
 use memtree_core::doorbell::{Doorbell, Pause, Woken};
 
 use crate::checkpoint::{self, Places};
+use crate::journal_slots::JournalSlots;
 
 /// How long changes must pause before the checkpoint.
 const PAUSE: Pause = Pause { quiet: Duration::from_millis(20), longest: None, idle: None };
@@ -25,7 +26,7 @@ pub(crate) struct DoneSettler {
 }
 
 struct Shared {
-    journal: PathBuf,
+    journals: JournalSlots,
     lock_path: PathBuf,
     places: Places,
     /// Rung at each record applied.
@@ -33,8 +34,8 @@ struct Shared {
 }
 
 impl DoneSettler {
-    pub fn new(journal: PathBuf, lock_path: PathBuf, places: Places) -> DoneSettler {
-        let shared = Arc::new(Shared { journal, lock_path, places, marks: Arc::new(Doorbell::new()) });
+    pub fn new(journals: JournalSlots, lock_path: PathBuf, places: Places) -> DoneSettler {
+        let shared = Arc::new(Shared { journals, lock_path, places, marks: Arc::new(Doorbell::new()) });
         DoneSettler { shared, thread: Mutex::new(None) }
     }
 
@@ -89,7 +90,7 @@ impl Shared {
     /// written meanwhile.
     fn settle(&self) {
         let Some(_lock) = checkpoint::lock_within(&self.lock_path, LOCK_PATIENCE) else { return };
-        if let Err(error) = checkpoint::settle(&self.journal, &self.places) {
+        if let Err(error) = checkpoint::settle(&self.journals, &self.places) {
             tracing::warn!(%error, "cannot sync the journal's documents; the next quiet moment tries again");
         }
     }

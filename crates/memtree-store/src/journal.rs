@@ -20,7 +20,8 @@
 //! are durable, the record is what a crash of the machine would restore
 //! them from, so it is let go ([`clear`]) only after they are synced
 //! (`checkpoint`), at a quiet moment; the next change writes a record that
-//! carries the applied operations still unsynced, with its own. Each
+//! carries the applied operations still unsynced, with its own, to the
+//! other of two files ([`crate::journal_slots`]), never over them. Each
 //! operation says when it was made, so a replay leaves alone a document
 //! edited by someone else since.
 //!
@@ -191,11 +192,6 @@ pub(crate) fn head(path: &Path) -> Result<Head, StorageError> {
     })
 }
 
-/// Whether the journal at `path` may hold a change to replay. Cheap.
-pub(crate) fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
-    Ok(head(path)? == Head::Pending)
-}
-
 /// The bytes of the journal at `path`; `None` when there is none. What
 /// stands there and is no file of memtree's holds no change of its own:
 /// it is set aside.
@@ -279,6 +275,10 @@ pub(crate) struct Journal {
     /// may have lost documents to a crash. `None` in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<String>,
+    /// One past the record it follows (see [`crate::journal_slots`]); 0 in
+    /// older records.
+    #[serde(default)]
+    pub seq: u64,
 }
 
 /// This boot of the machine (Linux's `boot_id`); `None` where unknown.
@@ -364,9 +364,15 @@ impl From<TrashBatch> for String {
 mod tests {
     use super::*;
 
+    /// Whether the journal at `path` may hold a change to replay.
+    fn may_hold_change(path: &Path) -> Result<bool, StorageError> {
+        Ok(head(path)? == Head::Pending)
+    }
+
     fn journal() -> Journal {
         Journal {
             boot: None,
+            seq: 0,
             label: "update root".into(),
             ops: vec![JournalOp::Put { id: DocId::root(), content: "# x\n".into(), at: None }],
         }
@@ -502,6 +508,7 @@ mod tests {
     fn journal_round_trips_and_refuses_path_tricks() {
         let j = Journal {
             boot: Some("b".into()),
+            seq: 0,
             label: "update root".into(),
             ops: vec![
                 JournalOp::Put { id: DocId::root(), content: "# x\n".into(), at: None },

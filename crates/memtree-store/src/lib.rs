@@ -9,6 +9,7 @@ mod done_settler;
 mod folder_names;
 mod in_memory;
 mod journal;
+mod journal_slots;
 mod listing;
 mod local;
 mod spares;

@@ -1,8 +1,9 @@
 //! `LocalStorage`: a store in a folder of the local file system.
 //!
 //! Layout: `<id>.md` per document (`/` in an id is a sub-folder), and under
-//! `.memtree/`: `lock` (the cross-process lock), `journal.json` (the redo
-//! record of the last changes, until their documents are synced), `tmp/`
+//! `.memtree/`: `lock` (the cross-process lock), `journal.json` and
+//! `journal-2.json` (the redo records of the last changes, until their
+//! documents are synced: see [`crate::journal_slots`]), `tmp/`
 //! (temporary files, same file system as the documents) and
 //! `trash/<batch>/<id>.md` (pruned documents, kept for recovery).
 //!
@@ -30,6 +31,7 @@ use crate::checkpoint::{self, Places};
 use crate::done_settler::DoneSettler;
 use crate::folder_names::{Edit, FolderNames};
 use crate::journal::{self, Head, Held, Journal, JournalOp, TrashBatch, boot};
+use crate::journal_slots::{self, Heads, JournalSlots};
 use crate::listing::Listings;
 
 /// A deliberate crash for tests of crash safety: the process aborts at the
@@ -65,7 +67,7 @@ pub struct LocalStorage {
     places: Places,
     meta: PathBuf,
     temp: PathBuf,
-    journal: PathBuf,
+    journals: JournalSlots,
     lock_path: PathBuf,
     fault: Option<Fault>,
     batch_seq: AtomicU64,
@@ -82,10 +84,21 @@ pub struct LocalStorage {
 /// Operations applied but maybe not durable, and the record they are in.
 #[derive(Default)]
 struct Carried {
-    /// The record's length and CRC: it is still the journal's if its head
-    /// says so.
-    key: Option<(u64, u32)>,
+    /// The journal files' heads as the record left them: while they read
+    /// the same, no one wrote or cleared a record since.
+    heads: Option<Heads>,
+    /// The record's slot and sequence number.
+    slot: usize,
+    seq: u64,
     ops: Vec<JournalOp>,
+}
+
+/// The record a new one follows: the operations it must carry, its slot
+/// (`None` when there is none) and its sequence number.
+struct Last {
+    ops: Vec<JournalOp>,
+    slot: Option<usize>,
+    seq: u64,
 }
 
 const META_DIR: &str = ".memtree";
@@ -95,12 +108,12 @@ impl LocalStorage {
     pub fn open(root: impl Into<PathBuf>) -> Result<LocalStorage, StorageError> {
         let root = root.into();
         let meta = root.join(META_DIR);
-        let (journal, lock_path) = (meta.join("journal.json"), meta.join("lock"));
+        let (journals, lock_path) = (JournalSlots::new(&meta), meta.join("lock"));
         let places = Places { trash: meta.join("trash"), root, spares: Default::default() };
         let storage = LocalStorage {
-            settler: DoneSettler::new(journal.clone(), lock_path.clone(), places.clone()),
+            settler: DoneSettler::new(journals.clone(), lock_path.clone(), places.clone()),
             temp: meta.join("tmp"),
-            journal,
+            journals,
             lock_path,
             places,
             meta,
@@ -136,7 +149,8 @@ impl LocalStorage {
     /// longer than a moment is a live process's, which completed the
     /// record at its own start or carries it.
     fn complete_applied(&self) {
-        if !matches!(journal::head(&self.journal), Ok(Head::Applied { .. } | Head::OldDone)) {
+        let heads = self.journals.heads().unwrap_or([Head::Clear; 2]);
+        if !heads.iter().any(|head| matches!(head, Head::Applied { .. } | Head::OldDone)) {
             return;
         }
         let Some(_lock) = checkpoint::lock_within(&self.lock_path, std::time::Duration::from_millis(200))
@@ -307,22 +321,25 @@ impl LocalStorage {
     /// record must carry until they are synced. A record that no one
     /// finished applying (its writer died after this process looked) is
     /// recovery's: the write is planned again after it.
-    fn unsynced(&self, carried: &mut Carried) -> Result<Vec<JournalOp>, StorageError> {
-        match journal::head(&self.journal)? {
-            Head::Applied { len, crc } if carried.key == Some((len, crc)) => {
-                // Taken: a change that fails from here reads them back.
-                carried.key = None;
-                Ok(std::mem::take(&mut carried.ops))
-            }
-            Head::Applied { .. } => match journal::bytes(&self.journal)?.map(|b| journal::read(&b)) {
-                Some(Ok(Held::Applied(record))) => Ok(record.ops),
-                _ => Ok(Vec::new()),
-            },
-            // An older memtree's done change is durable: a record may
-            // replace it.
-            Head::Clear | Head::OldDone => Ok(Vec::new()),
-            Head::Pending => Err(StorageError::Conflict),
+    fn unsynced(&self, carried: &mut Carried, heads: &Heads) -> Result<Last, StorageError> {
+        if heads.contains(&Head::Pending) {
+            return Err(StorageError::Conflict);
         }
+        if carried.heads.as_ref() == Some(heads) {
+            // Taken: a change that fails from here reads them back.
+            carried.heads = None;
+            return Ok(Last {
+                ops: std::mem::take(&mut carried.ops),
+                slot: Some(carried.slot),
+                seq: carried.seq,
+            });
+        }
+        // An older memtree's done change is durable: a record may replace
+        // it.
+        Ok(match self.journals.latest_applied(heads)? {
+            Some((slot, record)) => Last { ops: record.ops, slot: Some(slot), seq: record.seq },
+            None => Last { ops: Vec::new(), slot: None, seq: 0 },
+        })
     }
 
     /// The store's write generation: a counter in the lock file that every
@@ -383,11 +400,16 @@ impl LocalStorage {
             self.check_real_folders(id)?;
         }
         let mut carried = self.carried.lock().unwrap_or_else(|e| e.into_inner());
-        let mut kept = carry(self.unsynced(&mut carried)?, &ops);
+        let mut heads = self.journals.heads()?;
+        let last = self.unsynced(&mut carried, &heads)?;
+        let (slot, seq) = (journal_slots::next_slot(last.slot), last.seq + 1);
+        let path = self.journals.path(slot);
+        let mut kept = carry(last.ops, &ops);
         let mut bytes = journal::frame(&Journal {
             label: change.label.clone(),
             ops: [&kept[..], &ops].concat(),
             boot: boot().map(str::to_owned),
+            seq,
         });
         if bytes.len() > CARRY_LIMIT && !kept.is_empty() {
             // The documents this change writes again are synced as they
@@ -400,26 +422,26 @@ impl LocalStorage {
                 label: change.label.clone(),
                 ops: ops.clone(),
                 boot: boot().map(str::to_owned),
+                seq,
             });
         }
         if self.fault == Some(Fault::BeforeJournalCommit) {
-            journal::write(&self.journal, &bytes[..bytes.len() / 2])?;
+            journal::write(path, &bytes[..bytes.len() / 2])?;
             crash(&format!("before committing the journal of {}", change.label));
         }
         let temps = self.write_temps(&ops)?;
-        if let Err(error) = journal::write(&self.journal, &bytes) {
+        if let Err(error) = journal::write(path, &bytes) {
+            // The last record, in the other slot, still carries what this
+            // one would have.
             temps.iter().for_each(|temp| drop(fs::remove_file(temp)));
-            // The record written over may be gone: what it carried is
-            // made durable another way.
-            if let Err(error) = self.places.sync(&kept) {
-                tracing::error!(%error, "cannot sync the documents of earlier changes");
-            }
             return Err(error);
         }
         self.apply_ops(&ops, temps, &change.label)?;
-        journal::mark_applied(&self.journal)?;
+        journal::mark_applied(path)?;
         kept.extend(ops);
-        *carried = Carried { key: Some(journal::key(&bytes)), ops: kept };
+        let (len, crc) = journal::key(&bytes);
+        heads[slot] = Head::Applied { len, crc };
+        *carried = Carried { heads: Some(heads), slot, seq, ops: kept };
         drop(carried);
         self.settler.marked();
         Ok(())
@@ -662,47 +684,39 @@ impl Storage for LocalStorage {
     }
 
     fn has_pending_change(&self) -> Result<bool, StorageError> {
-        journal::may_hold_change(&self.journal)
+        self.journals.may_hold_change()
     }
 
     fn recover(&self) -> Result<Option<Recovery>, StorageError> {
         self.clear_temp()?;
         self.places.spares.forget();
         self.names.clear();
-        let Some(bytes) = journal::bytes(&self.journal)? else { return Ok(None) };
-        let held = journal::read(&bytes).map_err(|reason| StorageError::BadJournal {
-            path: self.journal.display().to_string(),
-            reason,
-        })?;
-        let (record, recovered) = match held {
-            Held::Change(record) => {
-                // The replay changes files without going through `apply`.
-                self.listings.hold().forget();
-                self.replay(&record)?;
-                let recovered = Recovery { label: record.label.clone(), replayed: record.ops.len() };
-                (record, Some(recovered))
-            }
-            Held::Applied(record) => {
-                // Of this boot, the files hold what the record says, or
-                // what someone made of them since.
-                if record.boot.is_none() || record.boot.as_deref() != boot() {
-                    self.listings.hold().forget();
-                    self.replay(&record)?;
-                }
-                (record, None)
-            }
-            Held::Nothing => return Ok(None),
-            Held::Torn => {
+        let held = self.journals.read()?;
+        let torn = held.contains(&Held::Torn);
+        let Some((slot, record, applied)) = journal_slots::newest(held) else {
+            if torn {
                 // Its writer died before the record was durable, so before
-                // it touched a document.
+                // it touched a document; the record before it, in the
+                // other slot, was checkpointed.
                 tracing::warn!("dropped a change whose journal its writer did not finish");
-                journal::clear(&self.journal)?;
-                return Ok(None);
+                self.journals.clear(None)?;
             }
+            return Ok(None);
         };
+        // A torn record beside it was the next one's, which never touched
+        // a document: this one holds every change not yet synced. Applied
+        // in this boot, the files hold what it says, or what someone made
+        // of them since.
+        if !applied || record.boot.is_none() || record.boot.as_deref() != boot() {
+            // The replay changes files without going through `apply`.
+            self.listings.hold().forget();
+            self.replay(&record)?;
+        }
+        let recovered =
+            (!applied).then(|| Recovery { label: record.label.clone(), replayed: record.ops.len() });
         self.places.sync(&record.ops)?;
         self.places.spares.synced();
-        journal::clear(&self.journal)?;
+        self.journals.clear(Some(slot))?;
         Ok(recovered)
     }
 
@@ -750,7 +764,7 @@ mod tests {
     }
 
     fn commit_journal(storage: &LocalStorage, journal: &Journal) {
-        journal::write(&storage.journal, &journal::frame(journal)).unwrap();
+        journal::write(storage.journals.path(0), &journal::frame(journal)).unwrap();
     }
 
     fn text(storage: &LocalStorage, id_: &str) -> Option<String> {
@@ -761,12 +775,18 @@ mod tests {
         storage.apply(&Change { puts: vec![(id(id_), text.into())], deletes: vec![], label: "t".into() })
     }
 
-    /// The journal's record, when it is applied.
+    /// The newest record as a crash of the machine may leave it: whole,
+    /// its applied mark lost.
+    fn unmark(storage: &LocalStorage) {
+        let heads = storage.journals.heads().unwrap();
+        let (slot, record) = storage.journals.latest_applied(&heads).unwrap().expect("an applied record");
+        journal::write(storage.journals.path(slot), &journal::frame(&record)).unwrap();
+    }
+
+    /// The journal's newest record, when it is applied.
     fn applied(storage: &LocalStorage) -> Option<Journal> {
-        match journal::read(&fs::read(&storage.journal).unwrap()).unwrap() {
-            Held::Applied(record) => Some(record),
-            _ => None,
-        }
+        let heads = storage.journals.heads().unwrap();
+        storage.journals.latest_applied(&heads).unwrap().map(|(_, record)| record)
     }
 
     #[test]
@@ -778,7 +798,7 @@ mod tests {
     fn a_journal_of_an_older_memtree_is_completed_by_recovery() {
         // Plain JSON.
         completed_by_recovery(|storage, journal| {
-            fs::write(&storage.journal, serde_json::to_vec(journal).unwrap()).unwrap();
+            fs::write(storage.journals.path(0), serde_json::to_vec(journal).unwrap()).unwrap();
         });
     }
 
@@ -789,6 +809,7 @@ mod tests {
         let batch = TrashBatch::new(1, 2, 3);
         let journal = Journal {
             boot: None,
+            seq: 0,
             label: "update root".into(),
             ops: vec![
                 JournalOp::Trash { batch: batch.clone(), id: id("old"), at: None },
@@ -817,11 +838,13 @@ mod tests {
         put(&storage, "root", "before").unwrap();
         let journal = Journal {
             boot: None,
+            seq: 0,
             label: "update root".into(),
             ops: vec![JournalOp::Put { id: id("root"), content: "after".into(), at: None }],
         };
         let bytes = journal::frame(&journal);
-        journal::write(&storage.journal, &bytes[..bytes.len() - 1]).unwrap();
+        // Where the record after root's goes.
+        journal::write(storage.journals.path(1), &bytes[..bytes.len() - 1]).unwrap();
         fs::write(storage.temp.join("1-0"), "after").unwrap();
         assert!(storage.has_pending_change().unwrap());
         assert_eq!(storage.recover().unwrap(), None);
@@ -833,7 +856,7 @@ mod tests {
     #[test]
     fn a_damaged_journal_stops_the_store_instead_of_guessing() {
         let (_dir, storage) = store();
-        fs::write(&storage.journal, b"not json").unwrap();
+        fs::write(storage.journals.path(0), b"not json").unwrap();
         assert!(matches!(storage.recover(), Err(StorageError::BadJournal { .. })));
     }
 
@@ -867,9 +890,9 @@ mod tests {
         assert!(!storage.has_pending_change().unwrap(), "nothing to replay");
         let record = applied(&storage).expect("an applied record");
         assert_eq!(ops_of(&record), [("root", Some("[[a]] one")), ("a", Some("# a one"))]);
-        assert!(checkpoint::settle(&storage.journal, &storage.places).unwrap());
-        assert_eq!(journal::head(&storage.journal).unwrap(), Head::Clear);
-        assert!(!checkpoint::settle(&storage.journal, &storage.places).unwrap(), "once");
+        assert!(checkpoint::settle(&storage.journals, &storage.places).unwrap());
+        assert_eq!(storage.journals.heads().unwrap(), [Head::Clear; 2]);
+        assert!(!checkpoint::settle(&storage.journals, &storage.places).unwrap(), "once");
         drop(lock);
     }
 
@@ -911,10 +934,9 @@ mod tests {
         let lock = storage.lock(LockMode::Exclusive).unwrap();
         storage.apply(&two_documents("one")).unwrap();
         put(&storage, "b", "# b").unwrap();
-        let record = applied(&storage).unwrap();
         // The disk kept the record but not the mark, nor root's new text
         // (an old file, from before the change) ...
-        journal::write(&storage.journal, &journal::frame(&record)).unwrap();
+        unmark(&storage);
         let root = dir.path().join("root.md");
         fs::write(&root, "old root").unwrap();
         let long_ago = UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
@@ -929,8 +951,73 @@ mod tests {
         assert_eq!(text(&storage, "root").as_deref(), Some("[[a]] one"));
         assert_eq!(text(&storage, "b").as_deref(), Some("# b"));
         assert_eq!(text(&storage, "a").as_deref(), Some("# a, edited by hand"));
-        assert_eq!(journal::head(&storage.journal).unwrap(), Head::Clear, "synced and cleared");
+        assert_eq!(storage.journals.heads().unwrap(), [Head::Clear; 2], "synced and cleared");
         drop(lock);
+    }
+
+    /// Records go to the two slots in turn, each numbered one past the
+    /// last and carrying it, whichever process wrote the last one.
+    #[test]
+    fn records_alternate_between_the_slots_across_processes() {
+        let (_dir, storage) = store();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        let newest = |storage: &LocalStorage| {
+            let heads = storage.journals.heads().unwrap();
+            let (slot, record) = storage.journals.latest_applied(&heads).unwrap().unwrap();
+            (slot, record.seq, ops_of(&record).into_iter().map(|(id, _)| id.to_owned()).collect::<Vec<_>>())
+        };
+        put(&storage, "x", "# x").unwrap();
+        assert_eq!(newest(&storage), (0, 1, vec!["x".to_owned()]));
+        let other = LocalStorage::open(storage.root()).unwrap();
+        put(&other, "y", "# y").unwrap();
+        assert_eq!(newest(&storage), (1, 2, vec!["x".to_owned(), "y".to_owned()]));
+        assert!(matches!(storage.journals.heads().unwrap(), [Head::Applied { .. }, Head::Applied { .. }]));
+        // This process's own record is no longer the newest: it reads the
+        // other's back rather than carrying its own.
+        put(&storage, "z", "# z").unwrap();
+        assert_eq!(newest(&storage), (0, 3, ["x", "y", "z"].map(str::to_owned).to_vec()));
+        assert!(checkpoint::settle(&storage.journals, &storage.places).unwrap());
+        assert_eq!(storage.journals.heads().unwrap(), [Head::Clear; 2]);
+        put(&storage, "x", "# x again").unwrap();
+        assert_eq!(newest(&storage), (0, 1, vec!["x".to_owned()]), "numbered anew after a checkpoint");
+        drop(lock);
+    }
+
+    /// A crash of the machine while a record was written, before it was
+    /// durable, cut it short; the last change's document, unsynced, was
+    /// lost with it. The record before, in the other slot, is whole and
+    /// brings the document back.
+    #[test]
+    fn a_record_cut_short_keeps_the_one_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = LocalStorage::open(dir.path()).unwrap();
+        let lock = storage.lock(LockMode::Exclusive).unwrap();
+        put(&storage, "a", "# a, acknowledged").unwrap();
+        let heads = storage.journals.heads().unwrap();
+        let (slot, mut record) = storage.journals.latest_applied(&heads).unwrap().unwrap();
+        // As a machine's earlier boot left it: applied, its document not
+        // synced.
+        record.boot = Some("an earlier boot".into());
+        journal::write(storage.journals.path(slot), &journal::frame(&record)).unwrap();
+        journal::mark_applied(storage.journals.path(slot)).unwrap();
+        let next = journal::frame(&Journal {
+            label: "next".into(),
+            ops: record.ops.clone(),
+            boot: record.boot.clone(),
+            seq: record.seq + 1,
+        });
+        journal::write(storage.journals.path(journal_slots::next_slot(Some(slot))), &next[..next.len() / 2])
+            .unwrap();
+        let a = dir.path().join("a.md");
+        fs::write(&a, "").unwrap();
+        let long_ago = UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        fs::File::options().write(true).open(&a).unwrap().set_modified(long_ago).unwrap();
+        drop(lock);
+        drop(storage);
+        let reopened = LocalStorage::open(dir.path()).unwrap();
+        assert!(!reopened.has_pending_change().unwrap());
+        assert_eq!(text(&reopened, "a").as_deref(), Some("# a, acknowledged"));
+        assert_eq!(reopened.journals.heads().unwrap(), [Head::Clear; 2]);
     }
 
     /// The machine crashed after a change's applied mark reached the
@@ -945,6 +1032,7 @@ mod tests {
         let at = Some(unix_ms());
         let record = Journal {
             boot: None,
+            seq: 0,
             label: "t".into(),
             ops: vec![JournalOp::Put { id: id("root"), content: "[[a]] one".into(), at }],
         };
@@ -962,6 +1050,7 @@ mod tests {
         // is gone since (deleted by hand) stays gone.
         let record = Journal {
             boot: boot().map(str::to_owned),
+            seq: 0,
             label: "t".into(),
             ops: vec![JournalOp::Put { id: id("gone"), content: "# gone".into(), at }],
         };
@@ -990,7 +1079,7 @@ mod tests {
         let record = applied(&storage).unwrap();
         assert_eq!(ops_of(&record), [("c0", Some("# c0")), ("c0", None), ("c1", Some("# c1"))]);
         std::thread::sleep(std::time::Duration::from_millis(5));
-        journal::write(&storage.journal, &journal::frame(&record)).unwrap();
+        unmark(&storage);
         storage.recover().unwrap();
         assert_eq!((text(&storage, "c0"), text(&storage, "c1").as_deref()), (None, Some("# c1")));
         drop(lock);
@@ -1029,7 +1118,7 @@ mod tests {
         put(&storage, "a", "two").unwrap();
         put(&storage, "b", "bee").unwrap();
         assert_ne!(inode(&storage, "b"), old, "written over before its swap was durable");
-        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        checkpoint::settle(&storage.journals, &storage.places).unwrap();
         put(&storage, "c", "sea").unwrap();
         assert_eq!(inode(&storage, "c"), old, "the swapped-out file is used again");
         assert_eq!(
@@ -1061,7 +1150,7 @@ mod tests {
         let link = dir.path().join("backup-of-a");
         fs::hard_link(storage.doc_path(&id("a")), &link).unwrap();
         put(&storage, "a", "two").unwrap();
-        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        checkpoint::settle(&storage.journals, &storage.places).unwrap();
         for (doc, text) in [("b", "bee"), ("c", "sea"), ("a", "three")] {
             put(&storage, doc, text).unwrap();
         }
@@ -1092,7 +1181,7 @@ mod tests {
         let _held = storage.lock(LockMode::Shared).unwrap();
         put(&storage, "a", "one").unwrap();
         put(&storage, "a", "two").unwrap();
-        checkpoint::settle(&storage.journal, &storage.places).unwrap();
+        checkpoint::settle(&storage.journals, &storage.places).unwrap();
         // As another process's recovery would.
         storage.clear_temp().unwrap();
         put(&storage, "b", "bee").unwrap();
@@ -1110,12 +1199,12 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert!(applied(&storage).is_none(), "checkpointed in a quiet moment");
-        let journal = storage.journal.clone();
+        let journals = storage.journals.clone();
         let lock = storage.lock(LockMode::Exclusive).unwrap();
         storage.apply(&two_documents("two")).unwrap();
         drop(lock);
         drop(storage);
-        assert_eq!(fs::read(journal).unwrap()[..16], [0; 16], "checkpointed as the store closed");
+        assert_eq!(journals.heads().unwrap(), [Head::Clear; 2], "checkpointed as the store closed");
     }
 
     #[cfg(unix)]
