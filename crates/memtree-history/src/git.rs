@@ -83,6 +83,8 @@ pub struct GitHistory {
     /// The pack builder's window is bounded once a process, not at every
     /// opening of the repository (see [`round::bound_pack_window`]).
     window_bounded: std::sync::Once,
+    /// The first commit was made, or found made ([`GitHistory::begun`]).
+    started: std::sync::Once,
     /// Rung at each record confirmed, for the committer.
     records: Arc<Doorbell>,
     /// Which commits changed which document, built at the first question.
@@ -147,6 +149,7 @@ impl GitHistory {
             unindexed: Mutex::default(),
             problem: Mutex::default(),
             window_bounded: std::sync::Once::new(),
+            started: std::sync::Once::new(),
             records: Arc::new(Doorbell::new()),
             changes: Mutex::default(),
             kept: Mutex::default(),
@@ -155,23 +158,27 @@ impl GitHistory {
         if let Err(error) = history.queue.repair() {
             tracing::error!(%error, "the history queue's folders cannot be repaired");
         }
-        history.begin();
-        if mode == CommitTiming::InBackground {
-            let weak = Arc::downgrade(&history);
-            let records = Arc::clone(&history.records);
-            std::thread::Builder::new()
-                .name("memtree-history".into())
-                .spawn(move || {
-                    // Commits may wait; requests may not: on two cores the
-                    // committer must not take the CPU from the server.
-                    if let Err(error) = thread_priority::set_current_thread_priority(ThreadPriority::Min) {
-                        tracing::debug!(?error, "the committer runs at normal priority");
-                    }
-                    committer(&weak, &records)
-                })
-                .expect("spawning a thread");
+        match mode {
+            CommitTiming::AtOnce => history.begun(),
+            CommitTiming::InBackground => {
+                let weak = Arc::downgrade(&history);
+                let records = Arc::clone(&history.records);
+                std::thread::Builder::new()
+                    .name("memtree-history".into())
+                    .spawn(move || committer(&weak, &records))
+                    .expect("spawning a thread");
+            }
         }
         history
+    }
+
+    /// Waits for [`GitHistory::begin`], run once: by `open` itself for
+    /// the CLI, by a server's committer as it starts, so that a server
+    /// answers its client's handshake without it (creating the repository
+    /// of a new store is half of that start). Every use of the repository
+    /// and every change queued waits for it.
+    fn begun(&self) {
+        self.started.call_once(|| self.begin());
     }
 
     /// Makes the first commit, of the documents as they are, if there is
@@ -179,7 +186,7 @@ impl GitHistory {
     /// change is a commit of its own. Once per store: about 2 s for 10,000
     /// documents, then an open and a look at `HEAD`.
     fn begin(&self) {
-        let started = self.with_repo(|repo| self.start(repo));
+        let started = self.locked_repo(|repo| self.start(repo));
         if let Err(error) = &started {
             tracing::error!(%error, "cannot start the history; changes stay queued");
         }
@@ -195,7 +202,13 @@ impl GitHistory {
     /// A git lock taken meanwhile by a git command (a `git status` run in
     /// the store) fails the work with [`HistoryError::Busy`]: it is tried
     /// again a few times, as everything done here may be done again.
-    fn with_repo<T>(
+    fn with_repo<T>(&self, f: impl FnMut(&Repository) -> Result<T, HistoryError>) -> Result<T, HistoryError> {
+        self.begun();
+        self.locked_repo(f)
+    }
+
+    /// [`GitHistory::with_repo`] without waiting for the first commit.
+    fn locked_repo<T>(
         &self,
         mut f: impl FnMut(&Repository) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
@@ -798,6 +811,16 @@ fn tree_len(tree: &git2::Tree<'_>) -> Result<usize, HistoryError> {
 /// The background committer: wakes at a record, waits for the writes to
 /// pause, commits what is queued. Ends with the history.
 fn committer(history: &std::sync::Weak<GitHistory>, records: &Arc<Doorbell>) {
+    // At the thread's first priority: a first write may be waiting for it.
+    match history.upgrade() {
+        Some(history) => history.begun(),
+        None => return,
+    }
+    // Commits may wait; requests may not: on two cores the committer must
+    // not take the CPU from the server.
+    if let Err(error) = thread_priority::set_current_thread_priority(ThreadPriority::Min) {
+        tracing::debug!(?error, "the committer runs at normal priority");
+    }
     let pause = Pause { quiet: QUIET, longest: Some(MAX_DELAY), idle: Some(IDLE) };
     loop {
         let woken = records.wait_for_pause(pause);
@@ -833,6 +856,9 @@ impl GitHistory {
 
 impl History for GitHistory {
     fn prepare(&self, change: &Change) -> Result<Prepared, HistoryError> {
+        // The first commit holds the documents as they were before this
+        // process changed any.
+        self.begun();
         self.queue.prepare(change).map(Prepared).map_err(backend("queue change"))
     }
 
@@ -1008,6 +1034,8 @@ pub(crate) mod tests {
             fs::write(dir.path().join("root.md"), text).unwrap();
         }
         let history = GitHistory::open(dir.path(), mode);
+        // As a server's first write does.
+        history.begun();
         (dir, history)
     }
 
@@ -1124,6 +1152,37 @@ pub(crate) mod tests {
         assert!(matches!(error, HistoryError::Busy(_)), "{error:?}");
         let cause = std::error::Error::source(&error).expect("a cause");
         assert!(cause.downcast_ref::<git2::Error>().is_some_and(|git| git.code() == git2::ErrorCode::Locked));
+    }
+
+    /// A server's first commit is made on its committer's thread, and a
+    /// change waits for it: the first commit holds the documents as they
+    /// were before the change.
+    #[test]
+    fn a_change_waits_for_the_first_commit_made_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".memtree")).unwrap();
+        fs::write(dir.path().join("root.md"), "# v0\n").unwrap();
+        // Another process's committer holds the history for a while.
+        let held = File::create(dir.path().join(".memtree/history.lock")).unwrap();
+        held.lock().unwrap();
+        let history = GitHistory::open(dir.path(), CommitTiming::InBackground);
+        let writer = {
+            let (history, root) = (Arc::clone(&history), dir.path().join("root.md"));
+            std::thread::spawn(move || {
+                let record = history.prepare(&root_change("# v1\n".into(), "update root".into())).unwrap();
+                fs::write(root, "# v1\n").unwrap();
+                history.confirm(record).unwrap();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(fs::read_to_string(dir.path().join("root.md")).unwrap(), "# v0\n", "the change waits");
+        drop(held);
+        writer.join().unwrap();
+        history.flush(Some(&[])).unwrap();
+        let log = history.log(None, 10).unwrap();
+        let messages: Vec<&str> = log.iter().map(|v| v.message.as_str()).collect();
+        assert_eq!(messages, ["update root; Changed: root", "history starts: 1 document"]);
+        assert_eq!(history.read_at(&log[1].version, &DocId::root()).unwrap().as_deref(), Some("# v0\n"));
     }
 
     #[test]
