@@ -78,14 +78,6 @@ impl ChangedFolders {
     }
 }
 
-/// Creates `dir` and its missing parents, fsyncing each parent whose entry
-/// list changed, so a new folder survives a crash along with its files.
-pub(crate) fn create_dir_durable(dir: &Path) -> Result<(), StorageError> {
-    let mut changed = ChangedFolders::default();
-    create_dirs(dir, &mut changed)?;
-    changed.sync()
-}
-
 /// Creates `dir` and its missing parents, noting each parent whose entry
 /// list changed in `changed`.
 pub(crate) fn create_dirs(dir: &Path, changed: &mut ChangedFolders) -> Result<(), StorageError> {

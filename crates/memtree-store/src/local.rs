@@ -25,7 +25,7 @@ use memtree_core::{
 };
 
 use crate::atomic_file::{
-    ChangedFolders, create_dir_durable, create_dirs, io_error, own_folder, rename_into, set_aside, write_temp,
+    ChangedFolders, create_dirs, io_error, own_folder, rename_into, set_aside, write_temp,
 };
 use crate::checkpoint::{self, Places};
 use crate::done_settler::DoneSettler;
@@ -130,14 +130,17 @@ impl LocalStorage {
         Ok(storage)
     }
 
-    /// Creates the store's folders; also used when someone deleted
+    /// Creates the store's folders, durably (a record's file in `.memtree/`
+    /// is only as durable as the folder's own entry), each folder whose
+    /// entries changed synced once; also used when someone deleted
     /// `.memtree/` under a running server.
     fn create_layout(&self) -> Result<(), StorageError> {
+        let mut changed = ChangedFolders::default();
         for dir in [&self.temp, &self.places.trash] {
             own_folder(dir).map_err(io_error("set aside", dir))?;
-            create_dir_durable(dir)?;
+            create_dirs(dir, &mut changed)?;
         }
-        Ok(())
+        changed.sync()
     }
 
     /// Completes an applied record that a process left before its

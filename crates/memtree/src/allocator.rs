@@ -16,91 +16,91 @@
 //! resident: 12 MiB of a 100,000-document session's peak. Fixed at 1 MiB,
 //! they go back to the system when freed ("Performance, seventh part").
 //!
-//! `mallopt` would set both in the process, but is a foreign call, and the
-//! workspace forbids `unsafe`. glibc reads `GLIBC_TUNABLES` once, at start,
-//! so `serve` executes itself again with them set, before any thread starts.
-
-use std::ffi::OsString;
+//! Both are set with `mallopt`, the workspace's one `unsafe` call, as
+//! `serve` starts and before any thread does. `serve` used to run itself
+//! again with `GLIBC_TUNABLES` instead, which glibc reads only at start: a
+//! second start of the executable, about 4 ms of every server's start
+//! ("Performance, twenty-third part").
 
 use crate::settings::{env, var};
 
+/// One of glibc's malloc parameters, by its tunable's name (which a user's
+/// `GLIBC_TUNABLES` may set instead) and its `mallopt` number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Parameter {
+    tunable: &'static str,
+    number: i32,
+    value: i32,
+}
+
 /// What `serve` runs with, each unless the user's own tunables set it.
-const TUNABLES: [(&str, &str); 2] =
-    [("glibc.malloc.arena_max", "1"), ("glibc.malloc.mmap_threshold", "1048576")];
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const OURS: [Parameter; 2] = [
+    Parameter { tunable: "glibc.malloc.arena_max", number: libc::M_ARENA_MAX, value: 1 },
+    Parameter { tunable: "glibc.malloc.mmap_threshold", number: libc::M_MMAP_THRESHOLD, value: 1 << 20 },
+];
 
-/// Runs this binary again with [`TUNABLES`], unless `MEMTREE_ALLOCATOR` is
-/// set (by that very run, or by a user who wants glibc's default) or
-/// `GLIBC_TUNABLES` already sets them all. Returns only if it did not (or
-/// could not) execute.
+/// Sets [`OURS`] in this process, unless `MEMTREE_ALLOCATOR` is set (by a
+/// user who wants glibc's default) or `GLIBC_TUNABLES` sets them. Called
+/// before any thread starts: an arena made before it stays.
 pub fn tune() {
-    if !cfg!(all(target_os = "linux", target_env = "gnu")) || var(env::ALLOCATOR).is_some() {
+    if var(env::ALLOCATOR).is_some() {
         return;
     }
-    let Some(tunables) = with_ours(&var(env::GLIBC_TUNABLES).unwrap_or_default()) else {
-        return;
-    };
-    if let Err(error) = execute_again(&tunables) {
-        tracing::debug!(%error, "serving with glibc's default malloc");
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    for parameter in unset_by(&var(env::GLIBC_TUNABLES).unwrap_or_default(), OURS) {
+        if !set(parameter) {
+            tracing::debug!(tunable = parameter.tunable, "glibc refused the setting; keeping its default");
+        }
     }
 }
 
-/// `tunables` (`GLIBC_TUNABLES`) with [`TUNABLES`] they do not set added,
-/// or `None` when they set them all.
-fn with_ours(tunables: &str) -> Option<String> {
+/// The parameters of `ours` that `tunables` (`GLIBC_TUNABLES`, which glibc
+/// applied at start) leave unset.
+fn unset_by<const N: usize>(tunables: &str, ours: [Parameter; N]) -> Vec<Parameter> {
     let set: Vec<&str> = tunables.split(':').filter_map(|t| t.split('=').next()).collect();
-    let added: Vec<String> = TUNABLES
-        .iter()
-        .filter(|(name, _)| !set.contains(name))
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect();
-    if added.is_empty() {
-        return None;
-    }
-    let kept = tunables.split(':').filter(|t| !t.is_empty()).map(str::to_owned);
-    Some(kept.chain(added).collect::<Vec<_>>().join(":"))
+    ours.into_iter().filter(|parameter| !set.contains(&parameter.tunable)).collect()
 }
 
-#[cfg(unix)]
-fn execute_again(tunables: &str) -> std::io::Result<()> {
-    use std::os::unix::process::CommandExt as _;
-    let exe = std::env::current_exe()?;
-    let mut args = std::env::args_os();
-    let argv0 = args.next().unwrap_or_else(|| OsString::from("memtree"));
-    // Only returns when it failed: the binary is gone (replaced by an
-    // install while running), or the system refuses.
-    Err(std::process::Command::new(exe)
-        .arg0(argv0)
-        .args(args)
-        .env(env::ALLOCATOR, "tuned")
-        .env(env::GLIBC_TUNABLES, tunables)
-        .exec())
-}
-
-#[cfg(not(unix))]
-fn execute_again(_: &str) -> std::io::Result<()> {
-    Ok(())
+/// Whether glibc took the setting.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[expect(unsafe_code, reason = "mallopt has no safe binding; see the module's notes")]
+fn set(parameter: Parameter) -> bool {
+    // SAFETY: `mallopt` takes two integers and no pointer, checks them
+    // itself (answering 0 for one it refuses) and changes malloc's state
+    // under the main arena's lock; `serve` calls it before any other
+    // thread exists.
+    unsafe { libc::mallopt(parameter.number, parameter.value) == 1 }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const A: Parameter = Parameter { tunable: "glibc.malloc.arena_max", number: -8, value: 1 };
+    const M: Parameter = Parameter { tunable: "glibc.malloc.mmap_threshold", number: -3, value: 1 << 20 };
+
+    fn unset(tunables: &str) -> Vec<Parameter> {
+        unset_by(tunables, [A, M])
+    }
+
     #[test]
-    fn ours_are_added_to_the_tunables_unless_they_set_them() {
-        let ours = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=1048576";
-        assert_eq!(with_ours("").as_deref(), Some(ours));
-        assert_eq!(
-            with_ours("glibc.malloc.tcache_count=0").as_deref(),
-            Some(format!("glibc.malloc.tcache_count=0:{ours}").as_str())
-        );
-        assert_eq!(
-            with_ours("glibc.malloc.arena_max=4").as_deref(),
-            Some("glibc.malloc.arena_max=4:glibc.malloc.mmap_threshold=1048576")
-        );
-        assert_eq!(
-            with_ours("glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_test=2").as_deref(),
-            Some("glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_test=2:glibc.malloc.arena_max=1")
-        );
-        assert_eq!(with_ours("glibc.malloc.mmap_threshold=0:glibc.malloc.arena_max=8"), None);
+    fn ours_are_set_unless_the_users_tunables_set_them() {
+        assert_eq!(unset(""), [A, M]);
+        assert_eq!(unset("glibc.malloc.tcache_count=0"), [A, M]);
+        assert_eq!(unset("glibc.malloc.arena_max=4"), [M]);
+        assert_eq!(unset("glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_test=2"), [A]);
+        assert_eq!(unset("glibc.malloc.mmap_threshold=0:glibc.malloc.arena_max=8"), []);
+        // A name is a whole tunable, not a prefix of one.
+        assert_eq!(unset("glibc.malloc.arena_max_x=2"), [A, M]);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn glibc_takes_our_settings() {
+        // glibc answers for itself: it refuses fast bins past 160 bytes.
+        let too_fast = Parameter { tunable: "glibc.malloc.mxfast", number: libc::M_MXFAST, value: 1 << 20 };
+        assert!(!set(too_fast));
+        assert!(OURS.into_iter().all(set));
     }
 }

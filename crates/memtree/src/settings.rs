@@ -82,10 +82,9 @@ pub mod env {
     /// Test-only crash injection: `journal` or `apply:N`.
     pub const FAULT: &str = "MEMTREE_FAULT";
     /// Set: `serve` keeps glibc's malloc as it is (`default`); unset: it
-    /// runs itself again with one arena and a fixed mmap threshold (see
-    /// `allocator`).
+    /// sets one arena and a fixed mmap threshold (see `allocator`).
     pub const ALLOCATOR: &str = "MEMTREE_ALLOCATOR";
-    /// glibc's own settings, read at start.
+    /// glibc's own settings, which it applied at start.
     pub const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";
 }
 
