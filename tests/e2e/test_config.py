@@ -150,26 +150,48 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(v.decode().split("=", 1) for v in raw.split(b"\0") if b"=" in v)
 
 
+HEAP = 64 << 20  # a glibc thread arena's reservation (HEAP_MAX_SIZE on 64-bit)
+
+
+def _thread_arenas(pid: int) -> int:
+    """glibc's arenas besides the main one: each a reservation of `HEAP`
+    bytes at a multiple of `HEAP`, its used part read-write, the rest not
+    mapped for access."""
+    maps = [line.split() for line in Path(f"/proc/{pid}/maps").read_text().splitlines()]
+    spans = [(int(a, 16), int(b, 16), m[1], len(m)) for m in maps for a, b in [m[0].split("-")]]
+    arenas = 0
+    for (start, end, perms, fields), after in zip(spans, spans[1:] + [None]):
+        rest_ok = end == start + HEAP or (after is not None and after[0] == end and after[1] == start + HEAP
+                                          and after[2] == "---p")
+        arenas += fields == 5 and perms == "rw-p" and start % HEAP == 0 and rest_ok
+    return arenas
+
+
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc on Linux only")
-@pytest.mark.parametrize(("env", "again", "tunables"), [
-    # glibc cuts the variable at its first `:` in place while reading it,
-    # so only its first tunable shows (the appending: a unit test).
-    ({}, True, "glibc.malloc.arena_max=1"),
-    ({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}, True, "glibc.malloc.tcache_count=0"),
-    ({"MEMTREE_ALLOCATOR": "default"}, False, None),
-    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, True, "glibc.malloc.arena_max=4"),
-    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4:glibc.malloc.mmap_threshold=131072"}, False,
-     "glibc.malloc.arena_max=4"),
+@pytest.mark.parametrize(("env", "arenas"), [
+    ({}, "none"),
+    ({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}, "none"),
+    # glibc's own choice: an arena for each thread that allocates, up to
+    # eight per core; or the user's.
+    ({"MEMTREE_ALLOCATOR": "default"}, "some"),
+    ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, "up to 3"),
 ])
-def test_serve_runs_itself_again_with_its_malloc_tunables(raw_server, env, again, tunables):
+def test_serve_holds_malloc_to_one_arena_unless_told(raw_server, env, arenas):
     s = raw_server(env=env)
-    # The same process (an MCP client knows its pid) answers, run again
-    # with the tunables in its environment; a user's own choice is kept.
     assert s.initialize()["result"]["serverInfo"]["name"]
-    environ = _environ(s.proc.pid)
-    assert (environ.get("MEMTREE_ALLOCATOR") == "tuned") == again, environ.get("MEMTREE_ALLOCATOR")
-    assert environ.get("GLIBC_TUNABLES") == tunables, environ.get("GLIBC_TUNABLES")
+    # Work on several threads (the runtime, the indexer, the committer),
+    # each of which glibc would give an arena of its own.
+    for i in range(3):
+        for tool, args in [("update_document", {"content": f"# Memory {i}\n"}), ("search", {"query": "memory"})]:
+            assert not s.call_tool(tool, args)["result"].get("isError"), tool
+    # The process the client started answers as it was started, not run
+    # again with an environment of its own.
     assert Path(f"/proc/{s.proc.pid}/exe").resolve() == BIN.resolve()
-    assert s.call_tool("read_document", {"id": "root"})["result"]["content"]
+    environ = _environ(s.proc.pid)
+    for name in ["MEMTREE_ALLOCATOR", "GLIBC_TUNABLES"]:
+        assert environ.get(name) == env.get(name), (name, environ.get(name))
+    found = _thread_arenas(s.proc.pid)
+    expected = {"none": found == 0, "some": found > 0, "up to 3": 0 < found <= 3}[arenas]
+    assert expected, f"{found} thread arenas, expected {arenas}"
     assert s.close() == 0
     assert "Error" not in s.stderr()
