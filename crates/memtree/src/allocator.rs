@@ -26,6 +26,7 @@ use crate::settings::{env, var};
 
 /// One of glibc's malloc parameters, by its tunable's name (which a user's
 /// `GLIBC_TUNABLES` may set instead) and its `mallopt` number.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Parameter {
     tunable: &'static str,
@@ -48,18 +49,19 @@ pub fn tune() {
         return;
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    for parameter in unset_by(&var(env::GLIBC_TUNABLES).unwrap_or_default(), OURS) {
+    for parameter in unset_by(&var(env::GLIBC_TUNABLES).unwrap_or_default()) {
         if !set(parameter) {
             tracing::debug!(tunable = parameter.tunable, "glibc refused the setting; keeping its default");
         }
     }
 }
 
-/// The parameters of `ours` that `tunables` (`GLIBC_TUNABLES`, which glibc
-/// applied at start) leave unset.
-fn unset_by<const N: usize>(tunables: &str, ours: [Parameter; N]) -> Vec<Parameter> {
+/// The parameters of [`OURS`] that `tunables` (`GLIBC_TUNABLES`, which
+/// glibc applied at start) leave unset.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn unset_by(tunables: &str) -> Vec<Parameter> {
     let set: Vec<&str> = tunables.split(':').filter_map(|t| t.split('=').next()).collect();
-    ours.into_iter().filter(|parameter| !set.contains(&parameter.tunable)).collect()
+    OURS.into_iter().filter(|parameter| !set.contains(&parameter.tunable)).collect()
 }
 
 /// Whether glibc took the setting.
@@ -73,29 +75,22 @@ fn set(parameter: Parameter) -> bool {
     unsafe { libc::mallopt(parameter.number, parameter.value) == 1 }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::*;
 
-    const A: Parameter = Parameter { tunable: "glibc.malloc.arena_max", number: -8, value: 1 };
-    const M: Parameter = Parameter { tunable: "glibc.malloc.mmap_threshold", number: -3, value: 1 << 20 };
-
-    fn unset(tunables: &str) -> Vec<Parameter> {
-        unset_by(tunables, [A, M])
-    }
-
     #[test]
     fn ours_are_set_unless_the_users_tunables_set_them() {
-        assert_eq!(unset(""), [A, M]);
-        assert_eq!(unset("glibc.malloc.tcache_count=0"), [A, M]);
-        assert_eq!(unset("glibc.malloc.arena_max=4"), [M]);
-        assert_eq!(unset("glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_test=2"), [A]);
-        assert_eq!(unset("glibc.malloc.mmap_threshold=0:glibc.malloc.arena_max=8"), []);
+        let [arenas, threshold] = OURS;
+        assert_eq!(unset_by(""), [arenas, threshold]);
+        assert_eq!(unset_by("glibc.malloc.tcache_count=0"), [arenas, threshold]);
+        assert_eq!(unset_by("glibc.malloc.arena_max=4"), [threshold]);
+        assert_eq!(unset_by("glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_test=2"), [arenas]);
+        assert_eq!(unset_by("glibc.malloc.mmap_threshold=0:glibc.malloc.arena_max=8"), []);
         // A name is a whole tunable, not a prefix of one.
-        assert_eq!(unset("glibc.malloc.arena_max_x=2"), [A, M]);
+        assert_eq!(unset_by("glibc.malloc.arena_max_x=2"), [arenas, threshold]);
     }
 
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn glibc_takes_our_settings() {
         // glibc answers for itself: it refuses fast bins past 160 bytes.
