@@ -300,6 +300,10 @@ pub trait SearchIndex: Send + Sync {
     /// acknowledged before it, and a crash loses nothing queued. Their
     /// links go into the link table at once.
     fn enqueue(&self, changed: &[Queued]) -> Result<(), IndexError>;
+    /// Waits for the store's turn to index the queue, held until the
+    /// lock drops: one process at a time reads the queue, indexes it and
+    /// drops it, so that none indexes again what another just did.
+    fn indexing_turn(&self) -> Result<crate::storage::StoreLock, IndexError>;
     /// The queued documents, and the queue position they reach; `None`
     /// when nothing waits.
     fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError>;

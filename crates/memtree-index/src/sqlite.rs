@@ -18,7 +18,7 @@ use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::links::parse_links;
 use memtree_core::{
     DocId, EmbeddingProgress, Hit, IndexError, IndexStats, IndexedDoc, Match, Matched, QueryTerm, Queued,
-    SearchIndex, SearchRequest, Signals, Stamp, Usage,
+    SearchIndex, SearchRequest, Signals, Stamp, StoreLock, Usage,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -62,6 +62,12 @@ CREATE TABLE IF NOT EXISTS queue(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT 
 pub struct SqliteIndex {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The lock every memtree process takes for a write transaction
+    /// (`index.sqlite-writing`; `None` where it cannot be made, a read-only
+    /// store): waiting for it, a writer wakes as the transaction before
+    /// ends, where SQLite's busy handler would sleep 1, 2, 5, 10 ms in
+    /// turn, each holding up the writer's store lock and so every writer.
+    writing: Option<std::fs::File>,
     /// What searches read of the full-text index; locked while `conn` is.
     reader: Mutex<Reader>,
     documents: Mutex<Documents>,
@@ -102,8 +108,15 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
+        let writing = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("sqlite-writing"))
+            .ok();
         Ok(SqliteIndex {
             conn: Mutex::new(conn),
+            writing,
             reader: Mutex::default(),
             documents: Mutex::default(),
             stems: Mutex::default(),
@@ -147,6 +160,8 @@ impl SqliteIndex {
         write: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<(T, Change)>,
     ) -> Result<T, IndexError> {
         let mut conn = self.conn();
+        // One descriptor, used under `conn`'s mutex only.
+        let _writing = self.writing.as_ref().and_then(|file| file.lock().ok().map(|()| Writing(file)));
         let tx = write_transaction(&mut conn).map_err(self.err())?;
         let before = counters(&tx).map_err(self.err())?;
         let (value, mut change) = write(&tx).map_err(self.err())?;
@@ -155,6 +170,15 @@ impl SqliteIndex {
         let after = counters(&conn).map_err(self.err())?;
         self.reader.lock().unwrap_or_else(|e| e.into_inner()).wrote(before, after, change);
         Ok(value)
+    }
+}
+
+/// The index's writing lock, held: let go when dropped.
+struct Writing<'a>(&'a std::fs::File);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }
 
@@ -218,10 +242,17 @@ fn open_writable(path: &Path) -> rusqlite::Result<Connection> {
 /// Otherwise SQLite plans some statements (`rowid = ?1`) for the value
 /// bound, and prepares them again the first time they run after their
 /// bindings were cleared: once for every search, about a twentieth of its
-/// time. memtree's statements have one good plan.
+/// time. memtree's statements have one good plan. And keeps them all
+/// prepared: rusqlite's cache holds 16 by default, fewer than a write and
+/// a search use, so each indexing prepared again those it had let go
+/// (a tenth of its time in SQLite).
 fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_prepared_statement_cache_capacity(PREPARED_STATEMENTS);
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map(drop)
 }
+
+/// More than the statements memtree prepares through the cache (about 50).
+const PREPARED_STATEMENTS: usize = 96;
 
 /// A number no earlier index at this path had: the lengths a process
 /// keeps in memory (`Lengths`) belong to one generation of the index.
@@ -358,6 +389,12 @@ fn count_passages(tx: &rusqlite::Transaction<'_>, passages: i64, tokens: i64) ->
     Ok(())
 }
 
+/// The distinct words of `text` as the typo vocabulary keeps them: split
+/// as query words are, lower-cased, CJK left to bigrams.
+fn spelling_words(text: &str) -> HashSet<String> {
+    words(text).filter(|w| !w.chars().any(crate::text::is_cjk)).map(str::to_lowercase).collect()
+}
+
 /// Changes to the typo vocabulary, the number of documents spelt with
 /// each word, gathered over one write and applied at its end: a rewritten
 /// document's unchanged words cancel out, and a batch writes each word once.
@@ -369,10 +406,16 @@ impl Spellings {
     /// (`by` -1), each distinct word once. Words are split as query words
     /// are, so the text of a document counted in and then out leaves no trace.
     fn count(&mut self, text: &str, by: i64) {
-        let words: HashSet<String> =
-            words(text).filter(|w| !w.chars().any(crate::text::is_cjk)).map(str::to_lowercase).collect();
+        self.add(&spelling_words(text), by);
+    }
+
+    /// Counts a document spelt with `words` in or out.
+    fn add(&mut self, words: &HashSet<String>, by: i64) {
         for word in words {
-            *self.0.entry(word).or_default() += by;
+            match self.0.get_mut(word) {
+                Some(count) => *count += by,
+                None => drop(self.0.insert(word.clone(), by)),
+            }
         }
     }
 
@@ -395,6 +438,67 @@ impl Spellings {
     }
 }
 
+/// What indexing a document computes from its text alone, before the
+/// write lock is taken: each passage's columns of terms, and the words
+/// the document is spelt with.
+struct Prepared<'a> {
+    doc: &'a IndexedDoc,
+    passages: Vec<PreparedPassage>,
+    words: HashSet<String>,
+}
+
+struct PreparedPassage {
+    /// The columns' terms: id, title, headings, meta, text, CJK bigrams.
+    columns: [String; 6],
+    /// How many terms the columns hold.
+    length: usize,
+    heading_path: String,
+    flags: u8,
+    /// The keys of the chunks dense retrieval embeds it as.
+    chunk_keys: Vec<i64>,
+}
+
+impl Prepared<'_> {
+    fn new<'a>(doc: &'a IndexedDoc, stems: &mut Stems) -> Prepared<'a> {
+        let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
+        let (id_terms, title_terms, meta_terms) =
+            (stems.column(&id_text(&doc.id)), stems.column(&doc.title), stems.column(&meta));
+        let passages = doc
+            .passages
+            .iter()
+            .map(|passage| {
+                let headings = passage.heading_path.join(" › ");
+                let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
+                let columns = [
+                    id_terms.clone(),
+                    title_terms.clone(),
+                    stems.column(&headings),
+                    meta_terms.clone(),
+                    stems.column(&passage.text),
+                    cjk,
+                ];
+                PreparedPassage {
+                    length: columns.iter().map(|c| c.split(' ').filter(|t| !t.is_empty()).count()).sum(),
+                    columns,
+                    heading_path: serde_json::to_string(&passage.heading_path).expect("strings serialise"),
+                    flags: passage_flags(&passage.text),
+                    chunk_keys: chunks(&passage.heading_path, &passage.text)
+                        .iter()
+                        .map(|c| chunk_key(c))
+                        .collect(),
+                }
+            })
+            .collect();
+        // The document's words as written, for typos; `delete_docs`
+        // takes them out from the same fields.
+        let mut words = format!("{} {} {meta}", doc.id.as_str(), doc.title);
+        for passage in &doc.passages {
+            words.extend([" ", &passage.heading_path.join(" "), " ", &passage.text]);
+        }
+        Prepared { doc, passages, words: spelling_words(&words) }
+    }
+}
+
 /// Words of an id as text: `projects/silica_notes` → `projects silica notes`.
 fn id_text(id: &DocId) -> String {
     id.as_str().replace(['/', '_', '-'], " ")
@@ -405,6 +509,12 @@ impl SearchIndex for SqliteIndex {
         if docs.is_empty() && gone.is_empty() {
             return Ok(());
         }
+        // Before the write lock: every process's writes wait while it is
+        // held, and what a text alone gives need not keep them waiting.
+        let prepared: Vec<Prepared<'_>> = {
+            let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
+            docs.iter().map(|doc| Prepared::new(doc, &mut stems)).collect()
+        };
         self.write(|tx| {
             let newer = queued_after(tx, read_after)?;
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).chain(gone.iter().map(DocId::as_str)).collect();
@@ -424,8 +534,7 @@ impl SearchIndex for SqliteIndex {
                 tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
             let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
             let (mut passages, mut tokens) = (0i64, 0i64);
-            let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
-            for doc in docs {
+            for Prepared { doc, passages: prepared, words } in &prepared {
                 doc_stmt.execute(params![
                     doc.id.as_str(),
                     doc.stamp.len as i64,
@@ -445,45 +554,25 @@ impl SearchIndex for SqliteIndex {
                 if !newer.contains(doc.id.as_str()) {
                     write_links(tx, &doc.id, &doc.links)?;
                 }
-                let meta = format!("{} {}", doc.front.summary.as_deref().unwrap_or(""), doc.front.tags.join(" "));
-                let (id_terms, title_terms, meta_terms) =
-                    (stems.column(&id_text(&doc.id)), stems.column(&doc.title), stems.column(&meta));
-                for passage in &doc.passages {
-                    let headings = passage.heading_path.join(" › ");
-                    let cjk = cjk_bigrams(&format!("{} {} {} {}", doc.title, headings, meta, passage.text));
-                    let columns = [
-                        id_terms.clone(),
-                        title_terms.clone(),
-                        stems.column(&headings),
-                        meta_terms.clone(),
-                        stems.column(&passage.text),
-                        cjk,
-                    ];
-                    let length: usize = columns.iter().map(|c| c.split(' ').filter(|t| !t.is_empty()).count()).sum();
+                for (passage, ready) in doc.passages.iter().zip(prepared) {
                     passage_stmt.execute(params![
                         doc.id.as_str(),
-                        serde_json::to_string(&passage.heading_path).expect("strings serialise"),
+                        ready.heading_path,
                         passage.text,
                         passage.line as i64,
                         passage.after,
-                        length as i64,
+                        ready.length as i64,
                         docrow,
-                        passage_flags(&passage.text),
+                        ready.flags,
                     ])?;
                     let rowid = tx.last_insert_rowid();
-                    (passages, tokens) = (passages + 1, tokens + length as i64);
-                    change.add(rowid, &columns)?;
-                    for (ord, chunk) in chunks(&passage.heading_path, &passage.text).iter().enumerate() {
-                        chunk_stmt.execute(params![rowid, ord as i64, chunk_key(chunk)])?;
+                    (passages, tokens) = (passages + 1, tokens + ready.length as i64);
+                    change.add(rowid, &ready.columns)?;
+                    for (ord, key) in ready.chunk_keys.iter().enumerate() {
+                        chunk_stmt.execute(params![rowid, ord as i64, key])?;
                     }
                 }
-                // The document's words as written, for typos; `delete_docs`
-                // takes them out from the same fields.
-                let mut words = format!("{} {} {meta}", doc.id.as_str(), doc.title);
-                for passage in &doc.passages {
-                    words.extend([" ", &passage.heading_path.join(" "), " ", &passage.text]);
-                }
-                spelt.count(&words, 1);
+                spelt.add(words, 1);
             }
             count_passages(tx, passages, tokens)?;
             spelt.write(tx)?;
@@ -572,6 +661,19 @@ impl SearchIndex for SqliteIndex {
             }
             Ok(((), Change::default()))
         })
+    }
+
+    fn indexing_turn(&self) -> Result<StoreLock, IndexError> {
+        // A descriptor of its own: flock's locks belong to the open file.
+        let path = self.path.with_extension("sqlite-indexing");
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .and_then(|file| file.lock().map(|()| file))
+            .map_err(backend(&path))?;
+        Ok(StoreLock::new(file))
     }
 
     fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError> {

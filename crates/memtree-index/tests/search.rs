@@ -388,6 +388,48 @@ fn a_write_queued_by_another_process_is_found_by_the_next_search() {
     assert_eq!(other.queued().unwrap().map(|(_, ids)| ids), Some(vec![id("infra")]));
 }
 
+/// Whether `work` is still waiting after a while, then its answer once
+/// `release` let it go.
+fn waits_for<T: Send>(work: impl FnOnce() -> T + Send, release: impl FnOnce()) -> (bool, T) {
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel();
+        scope.spawn(move || done.send(work()).unwrap());
+        let waited = finished.recv_timeout(std::time::Duration::from_millis(300)).is_err();
+        release();
+        (waited, finished.recv().unwrap())
+    })
+}
+
+/// A process that waits for the index's writing lock wakes as it is let
+/// go, not after SQLite's busy handler's next sleep; the lock is the
+/// index file's, shared by every process.
+#[test]
+fn an_index_write_waits_for_the_writing_lock() {
+    let (dir, _memory) = store();
+    let index = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+    let lock =
+        std::fs::File::options().write(true).open(dir.path().join(".memtree/index.sqlite-writing")).unwrap();
+    lock.lock().unwrap();
+    let queue = || index.enqueue(&[Queued::put(id("people"), "# People\n[[bees]]\n")]);
+    let (waited, queued) = waits_for(queue, || lock.unlock().unwrap());
+    assert!(waited, "the write went ahead while another held the lock");
+    queued.unwrap();
+    assert_eq!(index.parents(&id("bees")).unwrap(), [id("people")]);
+}
+
+/// One process at a time indexes the queue: a search, which indexes what
+/// is queued first, waits for another's turn to end.
+#[test]
+fn indexing_the_queue_waits_for_another_process_s_turn() {
+    let (dir, memory) = store();
+    let other = SqliteIndex::open(dir.path().join(".memtree/index.sqlite")).unwrap();
+    let turn = other.indexing_turn().unwrap();
+    memory.update_document(&id("people"), "# People\nFrank keeps the hives.\n", None).unwrap();
+    let (waited, found) = waits_for(|| cites(&memory, "frank hives"), || drop(turn));
+    assert!(waited, "the search indexed the queue during another's turn");
+    assert_eq!(found, ["people#People"]);
+}
+
 #[test]
 fn the_indexing_thread_indexes_a_burst_once_it_pauses() {
     let (dir, memory) = store();
@@ -406,6 +448,22 @@ fn the_indexing_thread_indexes_a_burst_once_it_pauses() {
     }
     let file = std::fs::metadata(dir.path().join("people.md")).unwrap();
     assert_eq!(index.stamp(&id("people")).unwrap().map(|s| s.len), Some(file.len()));
+}
+
+/// What a file watcher reports of another process's writes, and of this
+/// one's, is memtree's, queued and indexed by its writer: only an edit
+/// made outside is indexed again as one.
+#[test]
+fn the_watcher_takes_no_memtree_write_for_an_outside_edit() {
+    let (dir, first) = store();
+    let second = open(dir.path());
+    second.update_document(&id("people"), "# People\nGrace counts the bees.\n", None).unwrap();
+    first.update_document(&id("infra"), "# Infrastructure\nNo hosts left.\n", None).unwrap();
+    std::fs::write(dir.path().join("scratch.md"), "# Scratch\nHenry edits by hand.\n").unwrap();
+    let seen = [id("people"), id("infra"), id("scratch")];
+    assert_eq!(first.reindex_changed(&seen).unwrap(), [id("scratch")]);
+    assert_eq!(cites(&first, "grace bees"), ["people#People"]);
+    assert_eq!(cites(&first, "henry hand"), ["scratch#Scratch"]);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! at a server's start (`reconcile`, which searches wait for a while), for
 //! files changed by other programs, and rebuilt whole.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::Memory;
@@ -9,7 +10,7 @@ use crate::answer::Reconciliation;
 use crate::doc_id::DocId;
 use crate::error::MemoryError;
 use crate::index::{IndexProgress, IndexStats, IndexedDoc, Queued, SearchIndex, Usage, content_hash};
-use crate::storage::{Change, Storage};
+use crate::storage::{Change, LockMode, Storage};
 
 /// The state of an index catching up with the documents (a server's
 /// reconciliation at start), which searches wait for.
@@ -140,18 +141,25 @@ impl Memory {
     /// a file watcher saw change, which include memtree's own writes.
     /// Returns the ids indexed again: those another program changed.
     pub fn reindex_changed(&self, ids: &[DocId]) -> Result<Vec<DocId>, MemoryError> {
-        // A write of this process queues its documents for indexing before
-        // it lets go of the writer mutex: with the mutex, every write whose
-        // file the watcher saw is queued, and settled below, so it is not
-        // taken for a change made outside.
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let index = self.settled_index()?;
-        let mut changed = Vec::new();
-        for id in ids {
-            if self.storage.stamp(id)? != index.stamp(id)? {
-                changed.push(id.clone());
+        let index = self.index.as_ref().ok_or(MemoryError::NoIndex)?;
+        let changed = {
+            // A write, in this process or another, queues its documents
+            // for indexing before it lets go of the store's exclusive
+            // lock: under the shared one, every write whose file the
+            // watcher saw is queued, and its indexing is its writer's
+            // (or any reader's), not a change made outside. Nothing is
+            // indexed here while the lock holds writers up.
+            let _lock = self.storage.lock(LockMode::Shared)?;
+            let queued: HashSet<DocId> =
+                index.queued()?.map(|(_, ids)| ids.into_iter().collect()).unwrap_or_default();
+            let mut changed = Vec::new();
+            for id in ids.iter().filter(|id| !queued.contains(*id)) {
+                if self.storage.stamp(id)? != index.stamp(id)? {
+                    changed.push(id.clone());
+                }
             }
-        }
+            changed
+        };
         self.refresh(&changed)?;
         Ok(changed)
     }

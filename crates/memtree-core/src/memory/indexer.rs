@@ -29,6 +29,10 @@ const QUIET: Duration = Duration::from_millis(10);
 /// burst finds left to do.
 const LONGEST_WAIT: Duration = Duration::from_millis(200);
 
+/// How many documents are indexed in one transaction: about a millisecond
+/// of work for notes of a few kilobytes.
+const INDEXED_TOGETHER: usize = 8;
+
 /// The thread indexing what this process's writes queue.
 pub(super) struct Indexer {
     shared: Arc<Shared>,
@@ -106,6 +110,17 @@ impl Shared {
 
     fn settle(&self) {
         let _indexing = self.indexing.lock().unwrap_or_else(|e| e.into_inner());
+        // Nothing queued, as a reader mostly finds: no turn to wait for.
+        if matches!(self.index.queued(), Ok(None)) {
+            return;
+        }
+        // Without the turn (its lock file cannot be made), processes may
+        // index the same documents at once: wasted, not wrong.
+        let _turn = self
+            .index
+            .indexing_turn()
+            .inspect_err(|error| tracing::warn!(%error, "indexing without waiting for other processes"))
+            .ok();
         let (through, mut ids) = match self.index.queued() {
             Ok(Some(queued)) => queued,
             Ok(None) => return,
@@ -125,11 +140,16 @@ impl Shared {
         }
     }
 
+    /// Indexes `ids` a few at a time, each few in a transaction of its
+    /// own: a write, which queues its documents under the store's lock,
+    /// waits for the index at most one of them.
     fn index_now(&self, ids: &[DocId]) -> bool {
-        super::index_sync::refresh(&*self.storage, &*self.index, ids)
-            .inspect_err(|error| {
-                tracing::error!(%error, "index update failed; the next reconciliation repairs it");
-            })
-            .is_ok()
+        ids.chunks(INDEXED_TOGETHER).all(|chunk| {
+            super::index_sync::refresh(&*self.storage, &*self.index, chunk)
+                .inspect_err(|error| {
+                    tracing::error!(%error, "index update failed; the next reconciliation repairs it");
+                })
+                .is_ok()
+        })
     }
 }
