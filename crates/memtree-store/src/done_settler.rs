@@ -12,7 +12,7 @@ use std::time::Duration;
 use memtree_core::doorbell::{Doorbell, Pause, Woken};
 
 use crate::checkpoint::{self, Places};
-use crate::journal_slots::JournalSlots;
+use crate::journal_slots::{Heads, JournalSlots};
 
 /// How long changes must pause before the checkpoint.
 const PAUSE: Pause = Pause { quiet: Duration::from_millis(20), longest: None, idle: None };
@@ -31,16 +31,26 @@ struct Shared {
     places: Places,
     /// Rung at each record applied.
     marks: Arc<Doorbell>,
+    /// The journal's heads as this process's last record left them.
+    left: Mutex<Option<Heads>>,
 }
 
 impl DoneSettler {
     pub fn new(journals: JournalSlots, lock_path: PathBuf, places: Places) -> DoneSettler {
-        let shared = Arc::new(Shared { journals, lock_path, places, marks: Arc::new(Doorbell::new()) });
+        let shared = Arc::new(Shared {
+            journals,
+            lock_path,
+            places,
+            marks: Arc::new(Doorbell::new()),
+            left: Mutex::new(None),
+        });
         DoneSettler { shared, thread: Mutex::new(None) }
     }
 
-    /// A record was just applied; the thread starts with the first.
-    pub fn marked(&self) {
+    /// A record was just applied, leaving the journal's heads as `heads`;
+    /// the thread starts with the first.
+    pub fn marked(&self, heads: Heads) {
+        *self.shared.left.lock().unwrap_or_else(|e| e.into_inner()) = Some(heads);
         self.shared.marks.ring();
         let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
         if thread.is_none() {
@@ -54,6 +64,13 @@ impl DoneSettler {
                 Err(error) => tracing::warn!(%error, "no thread to settle journal marks"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl DoneSettler {
+    pub fn owns_newest(&self) -> bool {
+        self.shared.owns_newest()
     }
 }
 
@@ -71,6 +88,13 @@ impl Drop for DoneSettler {
 }
 
 impl Shared {
+    /// Whether the journal's newest record is still the one this process
+    /// wrote last (read without the lock: a hint).
+    fn owns_newest(&self) -> bool {
+        let left = *self.left.lock().unwrap_or_else(|e| e.into_inner());
+        left.is_none() || self.journals.heads().ok() == left
+    }
+
     fn run(&self) {
         loop {
             match self.marks.wait_for_pause(PAUSE) {
@@ -87,8 +111,14 @@ impl Shared {
     }
 
     /// Checkpoints under the store's exclusive lock, so that no record is
-    /// written meanwhile.
+    /// written meanwhile. Once another process wrote a record after this
+    /// one's last, that record carries ours and its writer checkpoints at
+    /// its own pause: this process's pause is no quiet moment of the
+    /// store, and taking the lock would only hold up the writers.
     fn settle(&self) {
+        if !self.owns_newest() {
+            return;
+        }
         let Some(_lock) = checkpoint::lock_within(&self.lock_path, LOCK_PATIENCE) else { return };
         if let Err(error) = checkpoint::settle(&self.journals, &self.places) {
             tracing::warn!(%error, "cannot sync the journal's documents; the next quiet moment tries again");

@@ -446,7 +446,7 @@ impl LocalStorage {
         heads[slot] = Head::Applied { len, crc };
         *carried = Carried { heads: Some(heads), slot, seq, ops: kept };
         drop(carried);
-        self.settler.marked();
+        self.settler.marked(heads);
         Ok(())
     }
 
@@ -1189,6 +1189,23 @@ mod tests {
         storage.clear_temp().unwrap();
         put(&storage, "b", "bee").unwrap();
         assert_eq!([text(&storage, "a"), text(&storage, "b")], [Some("two".into()), Some("bee".into())]);
+    }
+
+    /// Another process's record carries this one's operations, and its
+    /// writer checkpoints them: this process's pause is not the store's.
+    #[test]
+    fn the_checkpoint_is_left_to_the_writer_of_the_newest_record() {
+        let (dir, first) = store();
+        let second = LocalStorage::open(dir.path()).unwrap();
+        // Keeps either settler from checkpointing meanwhile.
+        let _held = first.lock(LockMode::Shared).unwrap();
+        put(&first, "a", "one").unwrap();
+        assert!(first.settler.owns_newest());
+        put(&second, "b", "two").unwrap();
+        assert!(!first.settler.owns_newest(), "the second process's record is the newest");
+        assert!(second.settler.owns_newest());
+        let record = applied(&second).unwrap();
+        assert_eq!(ops_of(&record), [("a", Some("one")), ("b", Some("two"))], "it carries the first's");
     }
 
     /// Left alone, the record is checkpointed once changes pause, or when
