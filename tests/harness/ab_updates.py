@@ -8,7 +8,9 @@ shuffled order, and prints the p50 and p90 of each. Variants:
 - `on`, `on2`, …: history on (`MEMTREE_HISTORY=on`);
 - `off`, `off2`, …: history off;
 - `onram`: history on, its copy of the store in `/dev/shm` (so its disk
-  writes cost the others nothing: what is left of its effect is CPU).
+  writes cost the others nothing: what is left of its effect is CPU);
+- any of them `@PATH`: served by the binary at PATH, so that two builds
+  are compared call by call (`on@/tmp/before,on@target/release/memtree`).
 
 Make a store first (the benchmark's generator, kept):
 
@@ -48,11 +50,12 @@ def main() -> None:
     servers: dict[str, subprocess.Popen] = {}
     try:
         for variant in variants:
-            store = (ram if variant.startswith("onram") else scratch) / variant
+            store = (ram if variant.startswith("onram") else scratch) / str(len(servers))
             shutil.copytree(args.store, store, symlinks=True)
             env = dict(os.environ, MEMTREE_HISTORY="off" if variant.startswith("off") else "on")
+            binary = variant.split("@", 1)[1] if "@" in variant else args.binary
             servers[variant] = subprocess.Popen(
-                [args.binary, "serve", "--data-dir", str(store)],
+                [binary, "serve", "--data-dir", str(store)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -38,6 +38,9 @@ pub struct Reader {
     /// is change number `first`.
     pending: VecDeque<Change>,
     first: u64,
+    /// Whether a term was read since the last change was queued: until
+    /// then, the next change may join it.
+    read_since_queued: bool,
 }
 
 /// The most memory the postings [`Reader`] keeps take, 16 MiB: about 5.5
@@ -67,8 +70,9 @@ const PENDING_PASSAGES: usize = 10_000;
 pub struct Change {
     pub gone: Vec<i64>,
     pub added: BTreeMap<String, Postings>,
-    /// How many passages it added.
+    /// How many passages it added, and the first one's rowid.
     pub passages_added: usize,
+    pub first_added: Option<i64>,
     pub rewritten: bool,
 }
 
@@ -94,11 +98,31 @@ impl Change {
             }
         }
         self.passages_added += 1;
+        self.first_added.get_or_insert(i64::from(rowid));
         Ok(())
     }
 
     fn passages(&self) -> usize {
         self.gone.len() + self.passages_added
+    }
+
+    /// Whether `later` may join this change: none of the passages it
+    /// deletes is one this change adds, so applying the two as one (the
+    /// deleted passages first, then the added) is applying them in turn.
+    fn takes(&self, later: &Change) -> bool {
+        self.first_added.is_none_or(|first| later.gone.iter().all(|&rowid| rowid < first))
+    }
+
+    /// Adds `later`, which [`Change::takes`] allows, to this change.
+    fn join(&mut self, later: Change) {
+        self.gone.extend(later.gone);
+        for (term, postings) in later.added {
+            match self.added.get_mut(&term) {
+                Some(held) => held.append_coded(postings.coded(), |_| true),
+                None => drop(self.added.insert(term, postings)),
+            }
+        }
+        self.passages_added += later.passages_added;
     }
 
     /// Applies the change to `term`'s postings.
@@ -174,7 +198,13 @@ impl Reader {
         if current && !change.rewritten && self.recent.wrote(&change).is_ok() {
             self.at = after;
             if change.passages() > 0 {
-                self.pending.push_back(change);
+                // The indexer writes a burst a few documents at a time: as
+                // one change, each term is held once, not once per write.
+                match self.pending.back_mut().filter(|last| !self.read_since_queued && last.takes(&change)) {
+                    Some(last) => last.join(change),
+                    None => self.pending.push_back(change),
+                }
+                self.read_since_queued = false;
             }
         } else {
             // Not current: the next refresh drops everything.
@@ -210,6 +240,7 @@ impl Reader {
     pub fn postings(&mut self, conn: &Connection, term: &str) -> rusqlite::Result<Arc<Postings>> {
         let next = self.next();
         self.reads += 1;
+        self.read_since_queued = true;
         if let Some((p, seen, read)) = self.postings.get_mut(term) {
             let before = p.size();
             for change in self.pending.range((*seen - self.first) as usize..) {

@@ -117,6 +117,38 @@ Staging deploys flush the release train's cache.
     assert!(!results(&this)[5].is_empty(), "staging is found again");
 }
 
+/// Writes with no search between them are held as one change (the
+/// indexer writes a burst a few documents at a time), but not one that
+/// deletes a passage the change before it added: applied as one, the
+/// deletion would come first and the passage stay.
+#[test]
+fn writes_held_as_one_change_rank_as_a_newly_opened_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.sqlite");
+    let this = SqliteIndex::open(&path).unwrap();
+    this.replace(
+        &[
+            doc("infra", "# Infra\n\nThe team's staging postgres listens on port 5433.\n"),
+            doc("notes", "# Notes\n\nThe release train leaves on Tuesdays.\n"),
+        ],
+        &[],
+        0,
+    )
+    .unwrap();
+    let fresh = || results(&SqliteIndex::open(&path).unwrap());
+    assert_eq!(results(&this), fresh(), "every query's words are held from here");
+    this.replace(
+        &[doc("notes", "# Notes\n\nPostgres port checks before the release train deploys.\n")],
+        &[],
+        0,
+    )
+    .unwrap();
+    this.replace(&[doc("cache", "# Cache\n\nAlice flushes the staging cache on deploy.\n")], &[], 0).unwrap();
+    this.replace(&[doc("notes", "# Notes\n\nNothing about that any more.\n")], &[], 0).unwrap();
+    assert_eq!(results(&this), fresh());
+    assert!(results(&this)[1].iter().all(|(id, ..)| id != "notes"), "the notes' release train is gone");
+}
+
 #[test]
 fn a_path_after_writes_follows_the_links_as_they_are() {
     let dir = tempfile::tempdir().unwrap();
