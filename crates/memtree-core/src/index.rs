@@ -286,7 +286,9 @@ pub trait SearchIndex: Send + Sync {
     /// the `gone`, as read from the files once the queue reached
     /// `read_after` ([`SearchIndex::queue_end`]). A document queued after
     /// that keeps the links its write put in the table: the text read may
-    /// be older than they are, and the queue indexes it again.
+    /// be older than they are, and the queue indexes it again. It may take
+    /// several transactions: a writer of another process waiting for the
+    /// index goes in between two documents.
     fn replace(&self, docs: &[IndexedDoc], gone: &[DocId], read_after: i64) -> Result<(), IndexError>;
     /// The position of the last document queued so far (0: none ever).
     fn queue_end(&self) -> Result<i64, IndexError>;

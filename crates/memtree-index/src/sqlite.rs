@@ -13,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use memtree_core::front_matter::{Confidence, Scope, Status};
 use memtree_core::links::parse_links;
@@ -31,6 +32,10 @@ use crate::proximity::{Candidate, PROXIMITY_WORDS, Ranking, read_where, settle, 
 use crate::scoring::{Scores, Tiers, closeness, rank};
 use crate::terms::{Stems, term};
 use crate::text::{Matcher, cjk_bigrams, coverage, edit_distance, excerpt, query_terms, words};
+
+/// How long indexing that let go of the writing lock for the writers of
+/// other processes waits for them to take it.
+const LET_IN_AT_MOST: Duration = Duration::from_millis(2);
 
 const SCHEMA_VERSION: &str = "14";
 
@@ -62,6 +67,10 @@ CREATE TABLE IF NOT EXISTS queue(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT 
 pub struct SqliteIndex {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Held shared by writers of any process while they wait for
+    /// `writing` (`index.sqlite-waiting`): indexing, which may hold it for
+    /// many documents, lets go between two of them when one does.
+    waiting: Option<std::fs::File>,
     /// The lock every memtree process takes for a write transaction
     /// (`index.sqlite-writing`; `None` where it cannot be made, a read-only
     /// store): waiting for it, a writer wakes as the transaction before
@@ -108,14 +117,10 @@ impl SqliteIndex {
                 Err(_) => return Err(backend(&path)(error)),
             },
         };
-        let writing = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path.with_extension("sqlite-writing"))
-            .ok();
+        let writing = lock_file(&path.with_extension("sqlite-writing"));
         Ok(SqliteIndex {
             conn: Mutex::new(conn),
+            waiting: lock_file(&path.with_extension("sqlite-waiting")),
             writing,
             reader: Mutex::default(),
             documents: Mutex::default(),
@@ -148,6 +153,131 @@ impl SqliteIndex {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Takes the writing lock; while another process holds it, says so on
+    /// the waiting file, so that its indexing lets go between two
+    /// documents ([`SqliteIndex::another_waits`]).
+    fn lock_writing(&self) -> Option<Writing<'_>> {
+        let file = self.writing.as_ref()?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let said = self.waiting.as_ref().filter(|waiting| waiting.lock_shared().is_ok());
+                let locked = file.lock();
+                if let Some(waiting) = said {
+                    let _ = waiting.unlock();
+                }
+                locked.ok()?;
+            }
+            Err(std::fs::TryLockError::Error(_)) => return None,
+        }
+        Some(Writing(file))
+    }
+
+    /// Whether a writer of another process waits for the writing lock.
+    fn another_waits(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|waiting| match waiting.try_lock() {
+            Ok(()) => {
+                let _ = waiting.unlock();
+                false
+            }
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(std::fs::TryLockError::Error(_)) => false,
+        })
+    }
+
+    /// Lets the writers of other processes waiting for the writing lock
+    /// have it before this process takes it again: once free, it goes to
+    /// whichever asks first, mostly the process that just let go of it.
+    fn let_others_in(&self) {
+        let until = Instant::now() + LET_IN_AT_MOST;
+        while self.another_waits() && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// Indexes the first of `docs` and drops the `gone`, in `tx`: all of
+    /// them, or as many as go before a writer of another process waits
+    /// for the writing lock, at least one. A write of this process waits
+    /// for the transaction: it comes rarely, a longer wait once rather
+    /// than a short one at every other write of a burst. What it returns
+    /// is how many of `docs` it wrote.
+    fn replace_some(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        docs: &[Prepared<'_>],
+        gone: &[DocId],
+        read_after: i64,
+    ) -> rusqlite::Result<(usize, Change)> {
+        let newer = queued_after(tx, read_after)?;
+        let mut spelt = Spellings::default();
+        let mut change = Change::default();
+        let gone_ids: Vec<&str> = gone.iter().map(DocId::as_str).collect();
+        delete_docs(tx, &gone_ids, &mut spelt, &mut change.gone)?;
+        // A document's links: the newer write's if one was queued since,
+        // else its text's (`write_links` below), none if gone.
+        for id in gone.iter().filter(|id| !newer.contains(id.as_str())) {
+            write_links(tx, id, &[])?;
+        }
+        let mut doc_stmt = tx.prepare_cached(
+            "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )?;
+        let mut passage_stmt =
+            tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+        let mut chunk_stmt =
+            tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
+        let (mut passages, mut tokens) = (0i64, 0i64);
+        let mut written = 0;
+        for Prepared { doc, passages: prepared, words } in docs {
+            if written > 0 && self.another_waits() {
+                break;
+            }
+            delete_docs(tx, &[doc.id.as_str()], &mut spelt, &mut change.gone)?;
+            doc_stmt.execute(params![
+                doc.id.as_str(),
+                doc.stamp.len as i64,
+                doc.stamp.modified_ns as i64,
+                doc.stamp.tag as i64,
+                doc.hash as i64,
+                doc.title,
+                doc.front.summary,
+                doc.front.tags.join(" "),
+                scope_str(doc.front.scope),
+                doc.front.priority,
+                doc.front.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
+                doc.front.status.map(Status::as_str),
+                doc.front.expires,
+            ])?;
+            let docrow = tx.last_insert_rowid();
+            if !newer.contains(doc.id.as_str()) {
+                write_links(tx, &doc.id, &doc.links)?;
+            }
+            for (passage, ready) in doc.passages.iter().zip(prepared) {
+                passage_stmt.execute(params![
+                    doc.id.as_str(),
+                    ready.heading_path,
+                    passage.text,
+                    passage.line as i64,
+                    passage.after,
+                    ready.length as i64,
+                    docrow,
+                    ready.flags,
+                ])?;
+                let rowid = tx.last_insert_rowid();
+                (passages, tokens) = (passages + 1, tokens + ready.length as i64);
+                change.add(rowid, &ready.columns)?;
+                for (ord, key) in ready.chunk_keys.iter().enumerate() {
+                    chunk_stmt.execute(params![rowid, ord as i64, key])?;
+                }
+            }
+            spelt.add(words, 1);
+            written += 1;
+        }
+        count_passages(tx, passages, tokens)?;
+        spelt.write(tx)?;
+        Ok((written, change))
+    }
+
     fn err(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
         backend(&self.path)
     }
@@ -161,7 +291,7 @@ impl SqliteIndex {
     ) -> Result<T, IndexError> {
         let mut conn = self.conn();
         // One descriptor, used under `conn`'s mutex only.
-        let _writing = self.writing.as_ref().and_then(|file| file.lock().ok().map(|()| Writing(file)));
+        let _writing = self.lock_writing();
         let tx = write_transaction(&mut conn).map_err(self.err())?;
         let before = counters(&tx).map_err(self.err())?;
         let (value, mut change) = write(&tx).map_err(self.err())?;
@@ -171,6 +301,12 @@ impl SqliteIndex {
         self.reader.lock().unwrap_or_else(|e| e.into_inner()).wrote(before, after, change);
         Ok(value)
     }
+}
+
+/// A lock file beside the index; `None` where it cannot be made (a
+/// read-only store, which no process writes).
+fn lock_file(path: &Path) -> Option<std::fs::File> {
+    std::fs::File::options().create(true).truncate(false).write(true).open(path).ok()
 }
 
 /// The index's writing lock, held: let go when dropped.
@@ -515,69 +651,15 @@ impl SearchIndex for SqliteIndex {
             let mut stems = self.stems.lock().unwrap_or_else(|e| e.into_inner());
             docs.iter().map(|doc| Prepared::new(doc, &mut stems)).collect()
         };
-        self.write(|tx| {
-            let newer = queued_after(tx, read_after)?;
-            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).chain(gone.iter().map(DocId::as_str)).collect();
-            let mut spelt = Spellings::default();
-            let mut change = Change::default();
-            delete_docs(tx, &ids, &mut spelt, &mut change.gone)?;
-            // A document's links: the newer write's if one was queued
-            // since, else its text's (`write_links` below), none if gone.
-            for id in gone.iter().filter(|id| !newer.contains(id.as_str())) {
-                write_links(tx, id, &[])?;
+        let (mut rest, mut gone) = (&prepared[..], gone);
+        loop {
+            let written = self.write(|tx| self.replace_some(tx, rest, gone, read_after))?;
+            (rest, gone) = (&rest[written..], &[]);
+            if rest.is_empty() {
+                return Ok(());
             }
-            let mut doc_stmt = tx.prepare_cached(
-                "INSERT INTO docs(id, len, mtime, tag, hash, title, summary, tags, scope, priority, confidence, status, expires)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            )?;
-            let mut passage_stmt =
-                tx.prepare_cached("INSERT INTO passages(doc, heading_path, text, line, after, tokens, docrow, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
-            let mut chunk_stmt = tx.prepare_cached("INSERT INTO chunks(passage, ord, key) VALUES (?1, ?2, ?3)")?;
-            let (mut passages, mut tokens) = (0i64, 0i64);
-            for Prepared { doc, passages: prepared, words } in &prepared {
-                doc_stmt.execute(params![
-                    doc.id.as_str(),
-                    doc.stamp.len as i64,
-                    doc.stamp.modified_ns as i64,
-                    doc.stamp.tag as i64,
-                    doc.hash as i64,
-                    doc.title,
-                    doc.front.summary,
-                    doc.front.tags.join(" "),
-                    scope_str(doc.front.scope),
-                    doc.front.priority,
-                    doc.front.confidence.map(|c| if c == Confidence::Tentative { "tentative" } else { "stable" }),
-                    doc.front.status.map(Status::as_str),
-                    doc.front.expires,
-                ])?;
-                let docrow = tx.last_insert_rowid();
-                if !newer.contains(doc.id.as_str()) {
-                    write_links(tx, &doc.id, &doc.links)?;
-                }
-                for (passage, ready) in doc.passages.iter().zip(prepared) {
-                    passage_stmt.execute(params![
-                        doc.id.as_str(),
-                        ready.heading_path,
-                        passage.text,
-                        passage.line as i64,
-                        passage.after,
-                        ready.length as i64,
-                        docrow,
-                        ready.flags,
-                    ])?;
-                    let rowid = tx.last_insert_rowid();
-                    (passages, tokens) = (passages + 1, tokens + ready.length as i64);
-                    change.add(rowid, &ready.columns)?;
-                    for (ord, key) in ready.chunk_keys.iter().enumerate() {
-                        chunk_stmt.execute(params![rowid, ord as i64, key])?;
-                    }
-                }
-                spelt.add(words, 1);
-            }
-            count_passages(tx, passages, tokens)?;
-            spelt.write(tx)?;
-            Ok(((), change))
-        })
+            self.let_others_in();
+        }
     }
 
     fn queue_end(&self) -> Result<i64, IndexError> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use memtree_core::SearchIndex as _;
 use memtree_core::front_matter::Scope;
-use memtree_core::{DocId, Finding, Memory, MemorySettings, Queued, TokenCounter};
+use memtree_core::{DocId, Finding, IndexedDoc, Memory, MemorySettings, Queued, Stamp, TokenCounter};
 use memtree_index::{BpeCounter, SqliteIndex};
 use memtree_test::{id, open_indexed as open, open_indexed_with};
 
@@ -415,6 +415,35 @@ fn an_index_write_waits_for_the_writing_lock() {
     assert!(waited, "the write went ahead while another held the lock");
     queued.unwrap();
     assert_eq!(index.parents(&id("bees")).unwrap(), [id("people")]);
+}
+
+/// Another process's write waiting for the index while it indexes many
+/// documents goes in between two of them, not after the last.
+#[test]
+fn another_process_s_write_goes_between_two_documents_of_a_long_indexing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.sqlite");
+    let (indexing, other) = (SqliteIndex::open(&path).unwrap(), SqliteIndex::open(&path).unwrap());
+    let docs: Vec<IndexedDoc> = (0..2000)
+        .map(|i| {
+            let text = format!("# Note {i}\nBees visit clover field {i} in the morning.\n");
+            let stamp = Stamp { len: text.len() as u64, modified_ns: 1, tag: 0 };
+            IndexedDoc::from_text(id(&format!("note_{i}")), &text, stamp)
+        })
+        .collect();
+    let lock = std::fs::File::options().write(true).open(path.with_extension("sqlite-writing")).unwrap();
+    std::thread::scope(|scope| {
+        scope.spawn(|| indexing.replace(&docs, &[], 0).unwrap());
+        // Until the indexing holds the writing lock.
+        while lock.try_lock().is_ok() {
+            lock.unlock().unwrap();
+            std::thread::yield_now();
+        }
+        other.enqueue(&[Queued::put(id("people"), "# People\n[[bees]]\n")]).unwrap();
+        assert_eq!(other.stamp(&docs[1999].id).unwrap(), None, "the write waited for every document");
+    });
+    assert!(other.stamp(&docs[1999].id).unwrap().is_some());
+    assert_eq!(indexing.parents(&id("bees")).unwrap(), [id("people")]);
 }
 
 /// One process at a time indexes the queue: a search, which indexes what

@@ -2,13 +2,14 @@
 //! files are durable and its documents are queued in the index (a small
 //! insert, no full-text work), and a thread of its own indexes them, so a
 //! writer does not wait for the full-text index. The thread waits for
-//! writes to pause before it indexes them, all in one transaction: while it
-//! indexes, it holds the index connection through which the next write
-//! queues its documents and checks its links. Whatever reads the index, in
-//! this process or another, first indexes what the queue holds
-//! ([`Indexer::settle`]), so a search finds every write acknowledged before
-//! it; a crash leaves the queue, or at worst a stale stamp, for the next
-//! reader or the next start's reconciliation.
+//! writes to pause before it indexes them: while it indexes, it holds the
+//! index's write lock, which the next write needs to queue its documents;
+//! the index lets go of it between two documents when a writer of another
+//! process waits. Whatever reads the index, in this process or another,
+//! first indexes what the queue holds ([`Indexer::settle`]), so a search
+//! finds every write acknowledged before it; a crash leaves the queue, or
+//! at worst a stale stamp, for the next reader or the next start's
+//! reconciliation.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -29,9 +30,13 @@ const QUIET: Duration = Duration::from_millis(10);
 /// burst finds left to do.
 const LONGEST_WAIT: Duration = Duration::from_millis(200);
 
-/// How many documents are indexed in one transaction: about a millisecond
-/// of work for notes of a few kilobytes.
-const INDEXED_TOGETHER: usize = 8;
+/// How many documents are read and indexed in one transaction, unless a
+/// writer of another process waits (see `SearchIndex::replace`): 20–40 ms
+/// of work at 10,000 documents, which a write of this process that comes
+/// meanwhile waits for. Under a burst of writes, each transaction holds
+/// up one write: in transactions of 8 documents, one write in six of a
+/// burst waited 1–3 ms (p95 of `memtree-bench`'s rewrites 0.85 → 3–4 ms).
+const INDEXED_TOGETHER: usize = 128;
 
 /// The thread indexing what this process's writes queue.
 pub(super) struct Indexer {
@@ -140,9 +145,7 @@ impl Shared {
         }
     }
 
-    /// Indexes `ids` a few at a time, each few in a transaction of its
-    /// own: a write, which queues its documents under the store's lock,
-    /// waits for the index at most one of them.
+    /// Indexes `ids`, [`INDEXED_TOGETHER`] at a time.
     fn index_now(&self, ids: &[DocId]) -> bool {
         ids.chunks(INDEXED_TOGETHER).all(|chunk| {
             super::index_sync::refresh(&*self.storage, &*self.index, chunk)
