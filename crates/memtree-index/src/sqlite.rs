@@ -303,10 +303,20 @@ impl SqliteIndex {
     }
 }
 
+/// A lock file beside the index, opened (made if need be).
+fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::options().create(true).truncate(false).write(true).open(path)
+}
+
 /// A lock file beside the index; `None` where it cannot be made (a
 /// read-only store, which no process writes).
 fn lock_file(path: &Path) -> Option<std::fs::File> {
-    std::fs::File::options().create(true).truncate(false).write(true).open(path).ok()
+    open_lock_file(path).ok()
+}
+
+/// The lock file at `path`, locked (exclusive): let go when it is closed.
+fn locked(path: &Path) -> Result<std::fs::File, IndexError> {
+    open_lock_file(path).and_then(|file| file.lock().map(|()| file)).map_err(backend(path))
 }
 
 /// The index's writing lock, held: let go when dropped.
@@ -425,14 +435,7 @@ fn is_damaged(path: &Path, error: &rusqlite::Error) -> bool {
 /// two processes never set aside each other's new index.
 fn repair(path: &Path, error: &rusqlite::Error) -> Result<Connection, IndexError> {
     let err = backend(path);
-    let lock_path = path.with_extension("lock");
-    let lock = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .and_then(|file| file.lock().map(|()| file))
-        .map_err(backend(&lock_path))?;
+    let lock = locked(&path.with_extension("lock"))?;
     // Another process may have repaired it while this one waited.
     let conn = match open_writable(path) {
         Ok(conn) => conn,
@@ -747,15 +750,7 @@ impl SearchIndex for SqliteIndex {
 
     fn indexing_turn(&self) -> Result<StoreLock, IndexError> {
         // A descriptor of its own: flock's locks belong to the open file.
-        let path = self.path.with_extension("sqlite-indexing");
-        let file = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .and_then(|file| file.lock().map(|()| file))
-            .map_err(backend(&path))?;
-        Ok(StoreLock::new(file))
+        Ok(StoreLock::new(locked(&self.path.with_extension("sqlite-indexing"))?))
     }
 
     fn queued(&self) -> Result<Option<(i64, Vec<DocId>)>, IndexError> {
