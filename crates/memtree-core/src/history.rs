@@ -121,6 +121,14 @@ pub trait History: Send + Sync {
     /// `changed` is `None`, else those ids).
     fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError>;
 
+    /// What of a [`History::flush`] of `changed` needs no store lock, done
+    /// just before it so that the locked part, which every writer of every
+    /// process waits for, is short: committing what is queued and, before
+    /// a scan, reading the files of the documents committed.
+    fn ready_flush(&self, _changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        Ok(())
+    }
+
     /// The versions in which `id` changed (every version when `None`),
     /// newest first.
     fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError>;

@@ -342,6 +342,23 @@ impl GitHistory {
         Ok((touched, done))
     }
 
+    /// Commits every queued record, [`BATCH`] at a time.
+    fn drain_all(&self, repo: &Repository) -> Result<(), HistoryError> {
+        loop {
+            let (touched, done) = self.drain(repo)?;
+            self.unindexed().extend(touched);
+            for name in &done {
+                self.queue.remove(*name).map_err(backend("remove queued change"))?;
+            }
+            if done.len() < BATCH {
+                return Ok(());
+            }
+            // Under a stream of writes this loop may run long: packs are
+            // rolled up as they come, not only once it ends.
+            packs::compact(repo, packs::LOOSE_BYTES)?;
+        }
+    }
+
     /// Makes the first commit, if there is none: the documents the store
     /// held before history began, as they are. Their files go into packs of
     /// bounded size first, then the round packs its trees and commit.
@@ -898,19 +915,7 @@ impl History for GitHistory {
         // flush that fails before it leaves the scan due.
         let changed = if self.rescan.load(Ordering::Acquire) { None } else { changed };
         let flushed = self.with_repo(|repo| {
-            loop {
-                let (touched, done) = self.drain(repo)?;
-                self.unindexed().extend(touched);
-                for name in &done {
-                    self.queue.remove(*name).map_err(backend("remove queued change"))?;
-                }
-                if done.len() < BATCH {
-                    break;
-                }
-                // Under a stream of writes this loop may run long: packs
-                // are rolled up as they come, not only once it ends.
-                packs::compact(repo, packs::LOOSE_BYTES)?;
-            }
+            self.drain_all(repo)?;
             match changed {
                 // A server brings the git index along when idle, not
                 // between writes.
@@ -927,6 +932,20 @@ impl History for GitHistory {
         });
         self.note(&flushed);
         flushed
+    }
+
+    fn ready_flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        let queued = !self.queue.names().map_err(backend("list queued changes"))?.is_empty();
+        if !queued && (changed.is_some() || self.unindexed().is_empty()) {
+            return Ok(());
+        }
+        let readied = self.with_repo(|repo| {
+            self.drain_all(repo)?;
+            // The files memtree wrote: the scan then reads only the others.
+            if changed.is_none() { self.sync_index(repo) } else { Ok(()) }
+        });
+        self.note(&readied);
+        readied
     }
 
     fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError> {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use expect_test::expect;
-use memtree_core::{DocId, Edit, Memory};
+use memtree_core::history::{HistoryError, HistoryProblem, Prepared, Version};
+use memtree_core::{DocId, Edit, History, Memory};
 use memtree_history::{CommitTiming, GitHistory};
 use memtree_test::{id, open_store};
 
@@ -297,4 +298,105 @@ fn a_git_command_run_beside_memtree_does_not_stop_history() {
     let _ = std::fs::remove_file(&lock);
     assert_eq!(messages(&memory, Some("a")).len(), 21, "every change is a commit");
     assert!(memory.history_health().unwrap().is_ok());
+}
+
+/// A store's history as the engine sees it, noting at each step of a flush
+/// whether the store's lock was free, how many changes were queued and
+/// whether the git index followed the files.
+struct Watched {
+    inner: Arc<GitHistory>,
+    dir: std::path::PathBuf,
+    seen: std::sync::Mutex<Vec<(&'static str, bool, usize, String)>>,
+}
+
+impl Watched {
+    fn note(&self, step: &'static str) {
+        let lock = std::fs::File::open(self.dir.join(".memtree/lock")).unwrap();
+        let free = lock.try_lock().is_ok();
+        let queued = self.inner.backlog().queued;
+        // (No repository yet before the first commit.)
+        let unfollowed = match self.dir.join(".git").exists() {
+            true => git(&self.dir, &["diff", "--name-only"]),
+            false => String::new(),
+        };
+        self.seen.lock().unwrap().push((step, free, queued, unfollowed));
+    }
+}
+
+impl History for Watched {
+    fn prepare(&self, change: &memtree_core::Change) -> Result<Prepared, HistoryError> {
+        self.inner.prepare(change)
+    }
+    fn confirm(&self, record: Prepared) -> Result<(), HistoryError> {
+        self.inner.confirm(record)
+    }
+    fn abandon(&self, record: Prepared) -> Result<(), HistoryError> {
+        self.inner.abandon(record)
+    }
+    fn has_unsettled(&self) -> Result<bool, HistoryError> {
+        self.inner.has_unsettled()
+    }
+    fn settle(&self, applied: &dyn Fn(&memtree_core::Change) -> bool) -> Result<(), HistoryError> {
+        self.inner.settle(applied)
+    }
+    fn ready_flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        self.note("ready");
+        self.inner.ready_flush(changed)
+    }
+    fn flush(&self, changed: Option<&[DocId]>) -> Result<(), HistoryError> {
+        self.note("flush");
+        self.inner.flush(changed)
+    }
+    fn log(&self, id: Option<&DocId>, limit: usize) -> Result<Vec<Version>, HistoryError> {
+        self.inner.log(id, limit)
+    }
+    fn read_at(&self, version: &str, id: &DocId) -> Result<Option<String>, HistoryError> {
+        self.inner.read_at(version, id)
+    }
+    fn before(&self, version: &str) -> Result<Vec<(DocId, Option<String>)>, HistoryError> {
+        self.inner.before(version)
+    }
+    fn problem(&self) -> Option<String> {
+        self.inner.problem()
+    }
+    fn check(&self) -> Result<(), HistoryProblem> {
+        self.inner.check()
+    }
+}
+
+#[test]
+fn a_flush_of_every_document_commits_the_queue_and_reads_the_files_before_it_locks_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = Arc::new(Watched {
+        inner: GitHistory::open(dir.path(), CommitTiming::InBackground),
+        dir: dir.path().to_owned(),
+        seen: Default::default(),
+    });
+    let memory = open_store(dir.path()).with_history(history.clone());
+    memory.update_document(&DocId::root(), "# Root\n- [[a]]\n- [[b]]\n", None).unwrap();
+    memory.flush_history(None).unwrap();
+    // The committer waits for the history's lock: the changes stay queued.
+    let held = std::fs::File::create(dir.path().join(".memtree/history.lock")).unwrap();
+    held.lock().unwrap();
+    for i in 0..10 {
+        memory.update_document(&id(["a", "b"][i % 2]), &format!("# Doc\nversion {i}\n"), None).unwrap();
+    }
+    history.seen.lock().unwrap().clear();
+    drop(held);
+    memory.flush_history(None).unwrap();
+    let seen = history.seen.lock().unwrap().clone();
+    let [(ready, ready_free, ready_queued, _), (flush, flush_free, flush_queued, unfollowed)] = &seen[..]
+    else {
+        panic!("one ready, one flush: {seen:?}");
+    };
+    assert_eq!((*ready, *ready_free), ("ready", true), "readied while writers may write");
+    assert!(*ready_queued > 0, "the committer was held off: {seen:?}");
+    assert_eq!((*flush, *flush_free), ("flush", false), "flushed under the lock");
+    assert_eq!(
+        (*flush_queued, unfollowed.as_str()),
+        (0, ""),
+        "nothing left to commit or read under the lock"
+    );
+    assert_eq!(messages(&memory, Some("a")).len(), 6, "every change its version");
+    assert_eq!(git(dir.path(), &["status", "--porcelain"]), "");
 }

@@ -21,9 +21,13 @@ impl Memory {
 
     /// Commits what is queued and what other programs changed (`changed`
     /// ids, or every document when `None`), holding the shared lock so no
-    /// write is half-recorded meanwhile.
+    /// write is half-recorded meanwhile. What needs no lock is done first:
+    /// a server leaving with a backlog held three others' writes 250 ms.
     pub fn flush_history(&self, changed: Option<&[DocId]>) -> Result<(), MemoryError> {
         let Some(history) = &self.history else { return Ok(()) };
+        if let Err(error) = history.ready_flush(changed) {
+            tracing::debug!(%error, "the flush does it all under the lock");
+        }
         let _lock = self.lock(LockMode::Shared)?;
         Ok(history.flush(changed)?)
     }
