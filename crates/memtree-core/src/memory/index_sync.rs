@@ -77,8 +77,15 @@ impl Memory {
         self.restore_invariants()?;
         // Before the listing: a document written since may be listed gone.
         let listed_after = index.queue_end()?;
-        let listing = self.storage.list()?;
-        let mut known = index.stamps()?;
+        // The index's stamps are read on a thread of their own while the
+        // folders are listed: at 100,000 documents, 40 ms of the start.
+        // Either may see a write made meanwhile; the other then differs,
+        // and the document is read again.
+        let (listing, known) = std::thread::scope(|scope| {
+            let known = scope.spawn(|| index.stamps());
+            (self.storage.list(), known.join().expect("reading the stamps does not panic"))
+        });
+        let (listing, mut known) = (listing?, known?);
         // Both in id order (a listing is), the files and the index are
         // walked side by side: no table of 100,000 ids to build.
         known.sort_unstable_by(|a, b| a.0.cmp(&b.0));
