@@ -15,17 +15,21 @@
 //! watcher nothing is kept and every listing reads every folder.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::OsStr;
+use std::ffi::{CStr, OsStr};
 use std::fs;
 use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use memtree_core::{DocId, Ignored, Listing, Stamp, StorageError};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 
 use crate::atomic_file::io_error;
-use crate::local::{dir_stamp, stamp_of};
+use crate::local::{dir_stamp, stamp_of, stamp_of_stat};
 
 /// The most paths reported and not yet listed that are kept; past it,
 /// the next listing reads every folder.
@@ -74,7 +78,9 @@ fn file_stamp(path: &Path) -> Result<Option<Stamp>, StorageError> {
 }
 
 impl Folder {
-    /// Reads `dir`, whose documents' ids start with `prefix`.
+    /// Reads `dir`, whose documents' ids start with `prefix`. Its entries
+    /// are read as the kernel hands them over, with no allocation per file
+    /// but a document's id: a store's folder may hold 100,000 files.
     fn read(dir: &Path, prefix: &str) -> Result<Folder, StorageError> {
         let stamp = dir_stamp(dir)?;
         let mut folder = Folder {
@@ -84,36 +90,51 @@ impl Folder {
             ignored: Vec::new(),
             folders: Vec::new(),
         };
+        let listing = |e: rustix::io::Errno| io_error("list", dir)(e.into());
+        let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(listing)?;
+        let mut buffer = vec![MaybeUninit::uninit(); DIR_BUFFER];
+        let mut entries = RawDir::new(&fd, &mut buffer);
         let mut documents = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_error("list", dir))? {
-            let entry = entry.map_err(io_error("list", dir))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                folder.ignored.push((format!("{prefix}{}", name.to_string_lossy()), Ignored::NotAnId));
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(listing)?;
+            let raw = entry.file_name();
+            let Ok(name) = std::str::from_utf8(raw.to_bytes()) else {
+                let name = String::from_utf8_lossy(raw.to_bytes());
+                folder.ignored.push((format!("{prefix}{name}"), Ignored::NotAnId));
                 continue;
             };
             if name.starts_with('.') || name.starts_with('@') {
-                continue; // .memtree, .git, .obsidian, swap files; @namespace trees
+                continue; // ., .., .memtree, .git, .obsidian, swap files; @namespace trees
             }
-            // The path only for an error: joining it for every file costs.
-            let file_type = entry.file_type().map_err(|e| io_error("stat", &entry.path())(e))?;
-            if file_type.is_dir() {
-                folder.folders.push((entry.path(), format!("{prefix}{name}/")));
+            let kind = match entry.file_type() {
+                // A file system that does not say: asked, as `std` does.
+                FileType::Unknown => rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|stat| FileType::from_raw_mode(stat.st_mode))
+                    .map_err(|e| io_error("stat", &dir.join(name))(e.into()))?,
+                kind => kind,
+            };
+            if kind == FileType::Directory {
+                folder.folders.push((dir.join(name), format!("{prefix}{name}/")));
                 continue;
             }
-            if file_type.is_symlink() && fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            if kind == FileType::Symlink && fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir()) {
                 folder.ignored.push((format!("{prefix}{name}"), Ignored::LinkedFolder));
                 continue;
             }
             let Some(stem) = name.strip_suffix(".md") else { continue };
             // A symbolic link or a special file is listed as the document
             // it stands for: reading it says why it cannot be.
-            match DocId::parse(&format!("{prefix}{stem}")) {
-                Ok(id) => documents.push((entry, id)),
+            let id = match prefix {
+                "" => DocId::parse(stem),
+                _ => DocId::parse(&format!("{prefix}{stem}")),
+            };
+            match id {
+                Ok(id) => documents.push(id),
                 Err(_) => folder.ignored.push((format!("{prefix}{name}"), Ignored::NotAnId)),
             }
         }
-        folder.docs = stamps(documents)?;
+        folder.docs = stamps(dir, &fd, prefix, documents)?;
         Ok(folder)
     }
 
@@ -325,33 +346,46 @@ impl State {
 }
 
 /// A folder's documents by id, each with its stamp. Each file is
-/// stat'ed relative to the open folder (statx on its descriptor, not
-/// following links: no path walk per file); a large folder's files on
+/// stat'ed relative to the open folder (not following links: no path walk
+/// per file, its name made in one buffer); a large folder's files on
 /// several threads, as the stat calls are most of a listing's time (a
 /// store of 100,000 notes in one folder).
-fn stamps(mut documents: Vec<(fs::DirEntry, DocId)>) -> Result<BTreeMap<DocId, Stamp>, StorageError> {
-    let stamp = |(entry, id): (fs::DirEntry, DocId)| {
-        let meta = entry.metadata().map_err(|e| io_error("stat", &entry.path())(e))?;
-        Ok((id, stamp_of(&meta)))
+fn stamps(
+    dir: &Path,
+    fd: &OwnedFd,
+    prefix: &str,
+    mut ids: Vec<DocId>,
+) -> Result<BTreeMap<DocId, Stamp>, StorageError> {
+    let stamp_all = |ids: Vec<DocId>| {
+        let mut name = Vec::new();
+        ids.into_iter()
+            .map(|id| {
+                name.clear();
+                name.extend_from_slice(&id.as_str().as_bytes()[prefix.len()..]);
+                name.extend_from_slice(b".md\0");
+                let file = CStr::from_bytes_with_nul(&name).expect("an id holds no NUL");
+                let stat = rustix::fs::statat(fd, file, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| {
+                    io_error("stat", &dir.join(OsStr::from_bytes(&name[..name.len() - 1])))(e.into())
+                })?;
+                Ok((id, stamp_of_stat(&stat)))
+            })
+            .collect::<Result<Vec<_>, StorageError>>()
     };
-    let threads = match documents.len() {
+    let threads = match ids.len() {
         n if n < PARALLEL_STATS => 1,
         _ => std::thread::available_parallelism().map_or(1, |n| n.get()).min(MOST_STAT_THREADS),
     };
     if threads < 2 {
-        return documents.into_iter().map(stamp).collect();
+        return Ok(stamp_all(ids)?.into_iter().collect());
     }
-    let share = documents.len().div_ceil(threads);
+    let share = ids.len().div_ceil(threads);
     let mut shares = Vec::new();
-    while documents.len() > share {
-        shares.push(documents.split_off(documents.len() - share));
+    while ids.len() > share {
+        shares.push(ids.split_off(ids.len() - share));
     }
-    shares.push(documents);
+    shares.push(ids);
     std::thread::scope(|scope| {
-        let running: Vec<_> = shares
-            .into_iter()
-            .map(|share| scope.spawn(move || share.into_iter().map(stamp).collect::<Result<Vec<_>, _>>()))
-            .collect();
+        let running: Vec<_> = shares.into_iter().map(|share| scope.spawn(|| stamp_all(share))).collect();
         let mut docs = Vec::new();
         for thread in running {
             docs.extend(thread.join().expect("a stat thread does not panic")?);
@@ -360,6 +394,10 @@ fn stamps(mut documents: Vec<(fs::DirEntry, DocId)>) -> Result<BTreeMap<DocId, S
         Ok(docs.into_iter().collect())
     })
 }
+
+/// The buffer a folder's entries are read into: 1 MiB, some 25,000
+/// entries a call.
+const DIR_BUFFER: usize = 1 << 20;
 
 /// A folder with at least this many documents is stat'ed on several
 /// threads, at most this many.

@@ -509,19 +509,30 @@ pub(crate) fn dir_stamp(dir: &Path) -> Result<Option<Stamp>, StorageError> {
 }
 
 pub(crate) fn stamp_of(meta: &fs::Metadata) -> Stamp {
-    let modified_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
-    #[cfg(unix)]
-    let tag = {
-        use std::os::unix::fs::MetadataExt;
-        meta.ino() ^ (meta.ctime_nsec() as u64).rotate_left(32) ^ meta.ctime() as u64
+    use std::os::unix::fs::MetadataExt;
+    stamp(meta.len(), (meta.mtime(), meta.mtime_nsec()), meta.ino(), (meta.ctime(), meta.ctime_nsec()))
+}
+
+/// [`stamp_of`] from a `stat` of the file, the same stamp.
+pub(crate) fn stamp_of_stat(stat: &rustix::fs::Stat) -> Stamp {
+    #[allow(clippy::unnecessary_cast)] // The fields' types vary by target.
+    stamp(
+        stat.st_size as u64,
+        (stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+        stat.st_ino as u64,
+        (stat.st_ctime as i64, stat.st_ctime_nsec as i64),
+    )
+}
+
+/// A file's stamp from its size, modification time (seconds, nanoseconds;
+/// 0 before 1970), inode and change time.
+fn stamp(len: u64, (mtime, mtime_ns): (i64, i64), ino: u64, (ctime, ctime_ns): (i64, i64)) -> Stamp {
+    let modified_ns = match mtime {
+        ..0 => 0,
+        _ => mtime as u64 * 1_000_000_000 + mtime_ns as u64,
     };
-    #[cfg(not(unix))]
-    let tag = 0;
-    Stamp { len: meta.len(), modified_ns, tag }
+    let tag = ino ^ (ctime_ns as u64).rotate_left(32) ^ ctime as u64;
+    Stamp { len, modified_ns, tag }
 }
 
 impl Storage for LocalStorage {
