@@ -312,8 +312,10 @@ pub trait SearchIndex: Send + Sync {
     /// Drops the queue up to `through`, once those documents are indexed
     /// (what was queued after stays).
     fn dequeue(&self, through: i64) -> Result<(), IndexError>;
-    /// Records that a document with an unchanged hash now has `stamp`.
-    fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError>;
+    /// Records that documents whose text still has the indexed hash now
+    /// have these stamps (a copied store: new inodes, the same texts), in
+    /// one transaction. A document rewritten since keeps its row.
+    fn restamp(&self, stamps: &[(DocId, Stamp, u64)]) -> Result<(), IndexError>;
     /// The passages that match, best BM25 score first; ranking them is
     /// the engine's ([`crate::ranking`]).
     fn search(&self, request: &SearchRequest) -> Result<Matched, IndexError>;

@@ -774,12 +774,23 @@ impl SearchIndex for SqliteIndex {
         })
     }
 
-    fn restamp(&self, id: &DocId, stamp: Stamp) -> Result<(), IndexError> {
+    fn restamp(&self, stamps: &[(DocId, Stamp, u64)]) -> Result<(), IndexError> {
+        if stamps.is_empty() {
+            return Ok(());
+        }
         self.write(|tx| {
-            tx.execute(
-                "UPDATE docs SET len = ?2, mtime = ?3, tag = ?4 WHERE id = ?1",
-                params![id.as_str(), stamp.len as i64, stamp.modified_ns as i64, stamp.tag as i64],
+            let mut update = tx.prepare_cached(
+                "UPDATE docs SET len = ?2, mtime = ?3, tag = ?4 WHERE id = ?1 AND hash = ?5",
             )?;
+            for (id, stamp, hash) in stamps {
+                update.execute(params![
+                    id.as_str(),
+                    stamp.len as i64,
+                    stamp.modified_ns as i64,
+                    stamp.tag as i64,
+                    *hash as i64
+                ])?;
+            }
             Ok(((), Change::default()))
         })
     }
@@ -1949,6 +1960,21 @@ mod tests {
         assert_eq!(index.stamp(&id("b")).unwrap(), None, "its text is the queue's to index again");
         index.replace(&[], &[id("b")], index.queue_end().unwrap()).unwrap();
         assert_eq!(parents("f"), vec![]);
+    }
+
+    #[test]
+    fn a_restamp_sets_the_stamps_of_unchanged_texts_only() {
+        let (_dir, index) = indexed(&[("a", "# A\n"), ("b", "# B\n")]);
+        let id = |s: &str| DocId::parse(s).unwrap();
+        let hashes: HashMap<DocId, u64> =
+            index.stamps().unwrap().into_iter().map(|(id, _, h)| (id, h)).collect();
+        let copied = Stamp { len: 4, modified_ns: 7, tag: 9 };
+        // `b` was rewritten after its text was read: its hash moved on.
+        index
+            .restamp(&[(id("a"), copied, hashes[&id("a")]), (id("b"), copied, hashes[&id("b")] ^ 1)])
+            .unwrap();
+        assert_eq!(index.stamp(&id("a")).unwrap(), Some(copied));
+        assert_eq!(index.stamp(&id("b")).unwrap(), Some(Stamp { len: 4, modified_ns: 1, tag: 0 }), "kept");
     }
 
     #[test]
