@@ -93,7 +93,10 @@ impl Folder {
         let listing = |e: rustix::io::Errno| io_error("list", dir)(e.into());
         let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(listing)?;
-        let mut buffer = vec![MaybeUninit::uninit(); DIR_BUFFER];
+        // As large as the folder's entries (a directory's size, on ext4),
+        // within bounds: a vault of many small folders maps no megabyte each.
+        let size = stamp.map_or(DIR_BUFFER, |s| usize::try_from(s.len).unwrap_or(DIR_BUFFER));
+        let mut buffer = vec![MaybeUninit::uninit(); size.clamp(DIR_BUFFER_LEAST, DIR_BUFFER)];
         let mut entries = RawDir::new(&fd, &mut buffer);
         let mut documents = Vec::new();
         while let Some(entry) = entries.next() {
@@ -395,9 +398,10 @@ fn stamps(
     })
 }
 
-/// The buffer a folder's entries are read into: 1 MiB, some 25,000
-/// entries a call.
+/// The buffer a folder's entries are read into: at most 1 MiB, some
+/// 25,000 entries a call, at least 8 KiB.
 const DIR_BUFFER: usize = 1 << 20;
+const DIR_BUFFER_LEAST: usize = 8 << 10;
 
 /// A folder with at least this many documents is stat'ed on several
 /// threads, at most this many.

@@ -12,6 +12,11 @@ use crate::error::MemoryError;
 use crate::index::{IndexProgress, IndexStats, IndexedDoc, Queued, SearchIndex, Usage, content_hash};
 use crate::storage::{Change, LockMode, Storage};
 
+/// Documents read, indexed or restamped to one index transaction by a
+/// reconciliation or a reindex: few transactions, and the index's writing
+/// lock let go between them for the writers of other processes.
+const DOCS_AT_A_TIME: usize = 500;
+
 /// The state of an index catching up with the documents (a server's
 /// reconciliation at start), which searches wait for.
 #[derive(Debug, Default)]
@@ -112,15 +117,15 @@ impl Memory {
             }
         }
         gone.extend(known.map(|(id, ..)| id));
-        // A copied store's every document, a transaction per 500 rather
+        // A copied store's every document, a transaction per chunk rather
         // than one each (10,000: 385 ms of a start).
         report.restamped = restamped.len();
-        for chunk in restamped.chunks(500) {
+        for chunk in restamped.chunks(DOCS_AT_A_TIME) {
             index.restamp(chunk)?;
         }
         report.indexed = changed.len();
-        for (i, chunk) in changed.chunks(500).enumerate() {
-            self.catching_up.set(IndexProgress { done: i * 500, total: changed.len() });
+        for (i, chunk) in changed.chunks(DOCS_AT_A_TIME).enumerate() {
+            self.catching_up.set(IndexProgress { done: i * DOCS_AT_A_TIME, total: changed.len() });
             self.refresh(chunk)?;
         }
         report.removed = gone.len();
@@ -143,9 +148,9 @@ impl Memory {
         index.clear()?;
         let total = listing.docs.len();
         let ids: Vec<DocId> = listing.docs.iter().map(|(id, _)| id.clone()).collect();
-        for (i, chunk) in ids.chunks(500).enumerate() {
+        for (i, chunk) in ids.chunks(DOCS_AT_A_TIME).enumerate() {
             self.refresh(chunk)?;
-            progress((i * 500 + chunk.len()).min(total), total);
+            progress((i * DOCS_AT_A_TIME + chunk.len()).min(total), total);
         }
         index.optimize()?;
         Ok(total)
