@@ -522,6 +522,34 @@ mod tests {
         assert!(storage.changed_on_disk(None));
     }
 
+    /// What a folder's names make of it: documents, folders, names left out
+    /// and names that are no id (one not even UTF-8).
+    #[test]
+    fn a_folder_s_names_are_read_as_ids_folders_or_left_out() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for folder in ["sub", "@shared", ".git"] {
+            fs::create_dir(root.join(folder)).unwrap();
+        }
+        for file in
+            ["a.md", "sub/c.md", "@shared/x.md", ".git/y.md", ".hidden.md", "notes.txt", "bad name.md"]
+        {
+            fs::write(root.join(file), "# x\n").unwrap();
+        }
+        fs::write(root.join(OsStr::from_bytes(b"caf\xe9.md")), "# x\n").unwrap();
+        let listing = Listings::default().list(root, 0).unwrap();
+        let ids: Vec<&str> = listing.docs.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["a", "sub/c"]);
+        assert_eq!(
+            listing.ignored,
+            [("bad name.md".to_owned(), Ignored::NotAnId), ("caf\u{fffd}.md".to_owned(), Ignored::NotAnId)]
+        );
+        for (id, stamp) in listing.docs.iter() {
+            assert_eq!(file_stamp(&root.join(format!("{id}.md"))).unwrap(), Some(*stamp));
+        }
+    }
+
     /// A folder large enough to be stat'ed on several threads lists every
     /// document, each with the stamp a stat of its own gives.
     #[test]
