@@ -47,7 +47,10 @@ def main() -> None:
     parser.add_argument("--copy", type=Path, help="keep the store's copy here, reusing it when it exists")
     parser.add_argument("--binary", default=os.environ.get("MEMTREE_BIN", "target/release/memtree"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--logs", type=Path, help="write each server's log (MEMTREE_LOG) to server-<n>.log here")
     args = parser.parse_args()
+    if args.logs:
+        args.logs.mkdir(parents=True, exist_ok=True)
     scratch = None
     if args.copy:
         work = args.copy
@@ -127,7 +130,7 @@ class Writer:
             [args.binary, "serve", "--data-dir", str(store)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=open(args.logs / f"server-{seed}.log", "w") if args.logs else subprocess.DEVNULL,
             env=dict(os.environ, MEMTREE_HISTORY=args.history),
         )
         self.rpc = Rpc(self.server)

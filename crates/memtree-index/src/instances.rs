@@ -22,6 +22,7 @@ impl Instance {
         Instance { rowid, at: u32::from(column) << 24 | offset.min(0xFF_FFFF) }
     }
 
+    #[cfg(test)]
     pub fn rowid(self) -> i64 {
         i64::from(self.rowid)
     }
@@ -88,6 +89,11 @@ impl Postings {
     /// The memory the postings take, in bytes.
     pub fn size(&self) -> usize {
         self.bytes.capacity() + self.skips.capacity() * size_of::<Skip>()
+    }
+
+    /// The rowid of the first passage, if any.
+    pub fn first(&self) -> Option<u32> {
+        self.skips.first().map(|skip| skip.rowid)
     }
 
     /// The rowid of the last passage (0 if none).
@@ -242,6 +248,7 @@ pub(crate) struct Cursor<'a> {
 
 impl Cursor<'_> {
     /// The next passage's instances.
+    #[cfg(test)]
     pub(crate) fn next_passage(&mut self) -> Option<&[Instance]> {
         let (rowid, count) = self.next_head()?;
         self.decode(rowid, count);
@@ -366,6 +373,21 @@ fn head_of(out: &mut Vec<u8>, gap: u32, count: usize) {
     }
 }
 
+/// `earlier` (coded postings whose last passage is `last`) with `later`
+/// (coded, its passages all after `last`) after it, as one: only
+/// `later`'s first head is coded again, from `last`, and nothing of
+/// `earlier` is read.
+pub fn join_coded(earlier: &[u8], last: u32, later: &[u8]) -> Vec<u8> {
+    let mut at = 0;
+    let (first, count) = read_head(later, &mut at);
+    debug_assert!(earlier.is_empty() || first > last, "passages come in order");
+    let mut out = Vec::with_capacity(earlier.len() + later.len());
+    out.extend_from_slice(earlier);
+    head_of(&mut out, first - if earlier.is_empty() { 0 } else { last }, count);
+    out.extend_from_slice(&later[at..]);
+    out
+}
+
 /// A passage's head: its rowid's distance from the passage before, and
 /// its count of instances.
 fn read_head(bytes: &[u8], at: &mut usize) -> (u32, usize) {
@@ -421,6 +443,26 @@ pub(crate) mod tests {
 
     /// Passages with gaps near and far, up to six instances in several
     /// columns, positions up to the last one kept.
+    /// Two codings joined are the coding of their passages together,
+    /// whatever the earlier one ends with and the later one starts with.
+    #[test]
+    fn postings_joined_as_coded_are_the_postings_of_both() {
+        let mut rng = Rng(11);
+        for round in 0..200 {
+            let count = rng.below(70) as usize;
+            let first = 1 + rng.below(3) as u32;
+            let all = passages(&mut rng, count, first);
+            let cut = rng.below(count as u64 + 1) as usize;
+            let (earlier, later) = (Postings::new(all[..cut].concat()), Postings::new(all[cut..].concat()));
+            let whole = Postings::new(all.concat());
+            if later.df() == 0 {
+                continue;
+            }
+            let joined = join_coded(earlier.coded(), earlier.last(), later.coded());
+            assert_eq!(joined, whole.coded(), "round {round}: {cut} of {count}");
+        }
+    }
+
     fn passages(rng: &mut Rng, count: usize, first: u32) -> Vec<Vec<Instance>> {
         let mut rowid = first;
         (0..count)
