@@ -441,8 +441,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Passages with gaps near and far, up to six instances in several
-    /// columns, positions up to the last one kept.
     /// Two codings joined are the coding of their passages together,
     /// whatever the earlier one ends with and the later one starts with.
     #[test]
@@ -463,6 +461,8 @@ pub(crate) mod tests {
         }
     }
 
+    /// Passages with gaps near and far, up to six instances in several
+    /// columns, positions up to the last one kept.
     fn passages(rng: &mut Rng, count: usize, first: u32) -> Vec<Vec<Instance>> {
         let mut rowid = first;
         (0..count)
